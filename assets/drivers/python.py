@@ -1,0 +1,94 @@
+# oi-tui kernel driver for Python.
+#
+# Reads one command a line from the control FIFO named by argv[1]: "BLOCK NONCE PATH".
+# Runs the code in PATH in one persistent namespace, then writes the end marker
+# ESC ] 5379 ; NONCE ; BLOCK ; STATUS BEL to the terminal. Code never passes through stdin,
+# so stdin stays free for the block (input(), getpass, ...).
+import ast
+import linecache
+import os
+import sys
+import traceback
+
+
+def main():
+    fifo = sys.argv[1]
+    # Behave like the interactive interpreter: import from the working directory, no argv.
+    sys.argv = [""]
+    sys.path[0] = ""
+    try:
+        marker_fd = os.open("/dev/tty", os.O_WRONLY | os.O_NOCTTY)
+    except OSError:
+        marker_fd = 1
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__, "__doc__": None}
+    control = open(fifo, "r", encoding="utf-8")
+    while True:
+        try:
+            line = control.readline()
+        except KeyboardInterrupt:
+            continue
+        if not line:
+            return
+        block, nonce, path = line.rstrip("\n").split(" ", 2)
+        status = 130
+        try:
+            status = run_block(block, path, namespace)
+        except KeyboardInterrupt:
+            status = 130
+        finally:
+            write_marker(marker_fd, nonce, block, status)
+
+
+def run_block(block, path, namespace):
+    name = "<block %s>" % block
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        lines = source.splitlines(True)
+        linecache.cache[name] = (len(source), None, lines, name)
+        tree = ast.parse(source, name)
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        exec(compile(tree, name, "exec"), namespace)
+        if last is not None:
+            value = eval(compile(last, name, "eval"), namespace)
+            if value is not None:
+                sys.displayhook(value)
+        return 0
+    except SystemExit as e:
+        code = e.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\nKeyboardInterrupt", file=sys.stderr)
+        return 130
+    except BaseException as e:
+        tb = e.__traceback__
+        # Drop this driver's own frames; keep the block's and the libraries'.
+        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+            tb = tb.tb_next
+        traceback.print_exception(type(e), e, tb)
+        return 1
+
+
+def write_marker(fd, nonce, block, status):
+    marker = ("\x1b]5379;%s;%s;%d\x07" % (nonce, block, status)).encode()
+    while True:
+        try:
+            for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+            os.write(fd, marker)
+            return
+        except KeyboardInterrupt:
+            continue
+
+
+main()

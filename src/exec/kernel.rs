@@ -1,0 +1,348 @@
+//! One persistent interpreter in its own PTY, and the run of one block in it.
+//!
+//! A block's life: its code is written to a file in the kernel's private directory, and a
+//! line `BLOCK NONCE PATH` goes down the control FIFO to the driver. The driver runs the file
+//! inside the interpreter's persistent state and writes the end marker. Meanwhile every output
+//! byte goes to the sink (the live terminal) and to the text capture (for the model). The run
+//! ends when the marker arrives, or when the kernel itself ends. An interrupt or a timeout
+//! sends SIGINT; if the block is still running after the grace period, the kernel's whole
+//! session is killed and the result says that its state is lost.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, PtySize};
+use tokio::sync::Notify;
+use tokio::time::{sleep_until, timeout};
+
+use super::language::{Interpreter, Language};
+use super::marker::MarkerScanner;
+use super::pty::{ExitInfo, PtyControl, PtyProcess, signal_name};
+use super::result::{RunResult, RunStatus, describe_exit, format_duration};
+use super::text::TextCapture;
+
+/// After the kernel has exited, output still in flight is awaited this long.
+const DRAIN_IDLE: Duration = Duration::from_millis(250);
+/// How long to wait for a killed kernel to be reaped.
+const REAP_WAIT: Duration = Duration::from_secs(3);
+
+/// How one block is to be run.
+#[derive(Debug, Clone)]
+pub(crate) struct RunOptions {
+    pub timeout: Option<Duration>,
+    pub grace: Duration,
+    pub max_output: usize,
+    pub stdin_eof: bool,
+}
+
+pub(crate) struct Kernel {
+    language: Language,
+    process: PtyProcess,
+    control_fifo: File,
+    nonce: String,
+    dir: tempfile::TempDir,
+}
+
+/// How the wait for a block ended.
+enum End {
+    Marker(i32),
+    Exited(ExitInfo),
+    Killed(ExitInfo),
+}
+
+impl Kernel {
+    pub fn start(
+        language: Language,
+        interpreter: &Interpreter,
+        cwd: &Path,
+        env: &[(OsString, OsString)],
+        size: PtySize,
+    ) -> io::Result<Kernel> {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("oi-tui-{}-", language.name()))
+            .tempdir()?;
+        let (driver_name, driver_source) = driver(language);
+        let driver_path = dir.path().join(driver_name);
+        std::fs::write(&driver_path, driver_source)?;
+        let fifo_path = dir.path().join("control");
+        make_fifo(&fifo_path)?;
+        // Opened for reading and writing, so that opening never waits for the driver.
+        let control_fifo = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo_path)?;
+
+        let mut cmd = CommandBuilder::new(&interpreter.program);
+        cmd.args(&interpreter.args);
+        cmd.arg(&driver_path);
+        cmd.arg(&fifo_path);
+        cmd.cwd(cwd);
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
+        cmd.env("TERM", "xterm-256color");
+        cmd.env("OI_TUI", "1");
+        let process = PtyProcess::spawn(cmd, size)?;
+        Ok(Kernel {
+            language,
+            process,
+            control_fifo,
+            nonce: uuid::Uuid::new_v4().simple().to_string(),
+            dir,
+        })
+    }
+
+    pub fn control(&self) -> std::sync::Arc<PtyControl> {
+        self.process.control.clone()
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.process.pid()
+    }
+
+    pub fn is_dead(&self) -> bool {
+        self.process.exited().is_some()
+    }
+
+    /// Passes output that arrived while no block ran (background jobs) to the sink.
+    pub fn pass_idle_output(&mut self, sink: &mut (dyn FnMut(&[u8]) + Send)) {
+        while let Ok(chunk) = self.process.output.try_recv() {
+            sink(&chunk);
+        }
+    }
+
+    pub async fn run(
+        &mut self,
+        block_id: u64,
+        code: &str,
+        opts: &RunOptions,
+        interrupt: &Notify,
+        sink: &mut (dyn FnMut(&[u8]) + Send),
+    ) -> RunResult {
+        let started = Instant::now();
+        self.pass_idle_output(sink);
+        let block_file = match self.hand_over(block_id, code) {
+            Ok(path) => path,
+            Err(e) => {
+                return RunResult::unavailable(
+                    block_id,
+                    self.language,
+                    format!(
+                        "Could not hand the block to the {} kernel: {e}.",
+                        self.language
+                    ),
+                );
+            }
+        };
+        if opts.stdin_eof {
+            // Nobody can answer: a read from the terminal sees end-of-file at once.
+            let _ = self.process.control.write_input(&[0x04]);
+        }
+
+        let mut scanner = MarkerScanner::new(&self.nonce, block_id);
+        let mut capture = TextCapture::new(opts.max_output);
+        let deadline = opts.timeout.map(|t| started + t);
+        let mut interrupted = false;
+        let mut timed_out = false;
+        let mut grace: Option<tokio::time::Instant> = None;
+        let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
+
+        let end = loop {
+            if self.process.exited().is_some() {
+                if let Some(status) = self.drain(&mut scanner, &mut capture, sink).await {
+                    break End::Marker(status);
+                }
+                break End::Exited(self.await_exit().await);
+            }
+            tokio::select! {
+                chunk = self.process.output.recv() => match chunk {
+                    Some(chunk) => {
+                        let mut both = |b: &[u8]| {
+                            sink(b);
+                            capture.feed(b);
+                        };
+                        if let Some(found) = scanner.feed(&chunk, &mut both) {
+                            if !found.rest.is_empty() {
+                                sink(&found.rest);
+                            }
+                            break End::Marker(found.status);
+                        }
+                    }
+                    // The PTY closed: the kernel is ending; the loop's top collects it.
+                    None => {
+                        let _ = timeout(REAP_WAIT, self.process.exit.wait_for(Option::is_some)).await;
+                        if self.process.exited().is_none() {
+                            self.process.control.kill();
+                            break End::Killed(self.await_exit().await);
+                        }
+                    }
+                },
+                _ = self.process.exit.changed() => {}
+                _ = interrupt.notified() => {
+                    interrupted = true;
+                    grace.get_or_insert(tokio::time::Instant::now() + opts.grace);
+                }
+                _ = sleep_until(deadline.map_or(far, tokio::time::Instant::from_std)), if deadline.is_some() && !timed_out => {
+                    timed_out = true;
+                    self.process.control.interrupt();
+                    grace.get_or_insert(tokio::time::Instant::now() + opts.grace);
+                }
+                _ = sleep_until(grace.unwrap_or(far)), if grace.is_some() => {
+                    self.process.control.kill();
+                    let _ = self.drain(&mut scanner, &mut capture, sink).await;
+                    break End::Killed(self.await_exit().await);
+                }
+            }
+        };
+        scanner.flush(&mut |b| {
+            sink(b);
+            capture.feed(b);
+        });
+        let _ = std::fs::remove_file(block_file);
+
+        let output_bytes = capture.total_bytes();
+        let text = capture.finish();
+        let mut result = RunResult {
+            block_id,
+            language: self.language,
+            status: RunStatus::Success,
+            exit_code: None,
+            signal: None,
+            duration: started.elapsed(),
+            output: text.text,
+            cut: text.cut,
+            output_bytes,
+            state_lost: self.is_dead(),
+            notes: Vec::new(),
+            file: None,
+        };
+        if timed_out {
+            let limit = opts.timeout.unwrap_or_default();
+            result.notes.push(format!(
+                "The block ran longer than its time limit of {} and was stopped.",
+                format_duration(limit)
+            ));
+        } else if interrupted {
+            result.notes.push("The block was interrupted.".to_string());
+        }
+        match end {
+            End::Marker(status) => result.exit_code = Some(status),
+            End::Exited(info) => {
+                result.exit_code = info.code;
+                result.signal = info.signal.map(signal_name);
+                result.notes.push(format!(
+                    "The {lang} kernel itself exited with {how}, so its state (variables, imports, working directory) is lost; the next {lang} block starts a fresh kernel.",
+                    lang = self.language,
+                    how = describe_exit(info.code, info.signal),
+                ));
+            }
+            End::Killed(info) => {
+                result.signal = info.signal.map(signal_name);
+                result.state_lost = true;
+                result.notes.push(format!(
+                    "It did not stop within {grace} of SIGINT, so the {lang} kernel and everything it started were killed. Its state (variables, imports, working directory) is lost; the next {lang} block starts a fresh kernel.",
+                    grace = format_duration(opts.grace),
+                    lang = self.language,
+                ));
+            }
+        }
+        result.status = if timed_out {
+            RunStatus::TimedOut
+        } else if interrupted {
+            RunStatus::Interrupted
+        } else if result.exit_code == Some(0) && result.signal.is_none() {
+            RunStatus::Success
+        } else {
+            RunStatus::Failed
+        };
+        if let Some(cut) = &result.cut {
+            result.notes.push(format!(
+                "The output was long: {} of its {} lines were cut from the middle.",
+                cut.lines, cut.total_lines
+            ));
+        }
+        result
+    }
+
+    /// Writes the block's file and tells the driver to run it.
+    fn hand_over(&mut self, block_id: u64, code: &str) -> io::Result<PathBuf> {
+        let path = self
+            .dir
+            .path()
+            .join(format!("block-{block_id}.{}", self.language.extension()));
+        std::fs::write(&path, code)?;
+        let line = format!("{block_id} {} {}\n", self.nonce, path.display());
+        self.control_fifo.write_all(line.as_bytes())?;
+        Ok(path)
+    }
+
+    /// After the kernel ended: takes what output is still in flight. Returns the status if
+    /// the marker turns up in it.
+    async fn drain(
+        &mut self,
+        scanner: &mut MarkerScanner,
+        capture: &mut TextCapture,
+        sink: &mut (dyn FnMut(&[u8]) + Send),
+    ) -> Option<i32> {
+        while let Ok(Some(chunk)) = timeout(DRAIN_IDLE, self.process.output.recv()).await {
+            let mut both = |b: &[u8]| {
+                sink(b);
+                capture.feed(b);
+            };
+            if let Some(found) = scanner.feed(&chunk, &mut both) {
+                sink(&found.rest);
+                return Some(found.status);
+            }
+        }
+        None
+    }
+
+    async fn await_exit(&mut self) -> ExitInfo {
+        let waited = timeout(REAP_WAIT, self.process.exit.wait_for(Option::is_some))
+            .await
+            .is_ok();
+        if !waited {
+            self.process.control.kill();
+            let _ = timeout(REAP_WAIT, self.process.exit.wait_for(Option::is_some)).await;
+        }
+        self.process.exited().unwrap_or(ExitInfo {
+            code: None,
+            signal: None,
+        })
+    }
+}
+
+fn make_fifo(path: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("the kernel directory's path holds a NUL byte"))?;
+    // SAFETY: mkfifo(3) with a valid NUL-terminated path.
+    if unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The driver file for a language: its name in the kernel's directory and its source.
+fn driver(language: Language) -> (&'static str, &'static str) {
+    match language {
+        Language::Python => ("driver.py", include_str!("../../assets/drivers/python.py")),
+        Language::Shell => ("driver.sh", include_str!("../../assets/drivers/shell.sh")),
+        Language::JavaScript => ("driver.js", include_str!("../../assets/drivers/node.js")),
+        Language::R => ("driver.R", include_str!("../../assets/drivers/r.R")),
+        Language::Ruby => ("driver.rb", include_str!("../../assets/drivers/ruby.rb")),
+        Language::Perl => ("driver.pl", include_str!("../../assets/drivers/perl.pl")),
+        Language::Java => (
+            "Driver.java",
+            include_str!("../../assets/drivers/Driver.java"),
+        ),
+        Language::PowerShell => (
+            "driver.ps1",
+            include_str!("../../assets/drivers/powershell.ps1"),
+        ),
+        Language::Html => ("unused.html", ""),
+    }
+}

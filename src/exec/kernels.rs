@@ -1,0 +1,291 @@
+//! The set of kernels of one session: one per language, started the first time it is
+//! needed, restarted when it died. Blocks run one at a time; while one runs, the interrupt,
+//! input, EOF and resize controls reach its PTY from any task.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+use super::kernel::{Kernel, RunOptions};
+use super::language::{Language, find_interpreter};
+use super::pty::{PtyControl, pty_size};
+use super::result::{RunResult, RunStatus};
+
+/// How kernels are started and blocks are run.
+#[derive(Debug, Clone)]
+pub struct KernelConfig {
+    /// Where kernels start.
+    pub cwd: PathBuf,
+    /// Variables set for kernels on top of this process's environment (`PATH` among them,
+    /// which is also where interpreters are looked for).
+    pub env: Vec<(OsString, OsString)>,
+    /// How long a block may take to stop after SIGINT before its kernel is killed.
+    pub grace: Duration,
+    /// The length, in characters, past which a block's text form keeps only head and tail.
+    pub max_output: usize,
+    /// The PTY size new kernels start with.
+    pub rows: u16,
+    pub cols: u16,
+    /// Where blocks that are written, not run (HTML), go.
+    pub html_dir: PathBuf,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        KernelConfig {
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            env: Vec::new(),
+            grace: Duration::from_secs(2),
+            max_output: 4000,
+            rows: 24,
+            cols: 80,
+            html_dir: std::env::temp_dir().join("oi-tui-html"),
+        }
+    }
+}
+
+/// One block to run.
+#[derive(Debug, Clone)]
+pub struct Block {
+    pub language: Language,
+    pub code: String,
+    /// Stop the block (SIGINT, then kill) after this long.
+    pub timeout: Option<Duration>,
+    /// Nobody can type into the terminal: reads from it see end-of-file.
+    pub stdin_eof: bool,
+}
+
+impl Block {
+    pub fn new(language: Language, code: impl Into<String>) -> Self {
+        Block {
+            language,
+            code: code.into(),
+            timeout: None,
+            stdin_eof: false,
+        }
+    }
+
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    pub fn stdin_eof(mut self) -> Self {
+        self.stdin_eof = true;
+        self
+    }
+}
+
+/// The block that runs now, as the controls see it.
+struct Active {
+    control: Arc<PtyControl>,
+    interrupt: Arc<Notify>,
+}
+
+pub struct Kernels {
+    config: KernelConfig,
+    kernels: tokio::sync::Mutex<HashMap<Language, Kernel>>,
+    active: Mutex<Option<Active>>,
+    size: Mutex<(u16, u16)>,
+    next_block: AtomicU64,
+}
+
+impl Kernels {
+    pub fn new(config: KernelConfig) -> Self {
+        let size = (config.rows, config.cols);
+        Kernels {
+            config,
+            kernels: tokio::sync::Mutex::new(HashMap::new()),
+            active: Mutex::new(None),
+            size: Mutex::new(size),
+            next_block: AtomicU64::new(1),
+        }
+    }
+
+    pub fn config(&self) -> &KernelConfig {
+        &self.config
+    }
+
+    /// Runs a block in its language's kernel, starting the kernel if needed. Every output
+    /// byte goes to `sink` as it arrives. Never fails: what went wrong is in the result.
+    pub async fn run(&self, block: &Block, sink: &mut (dyn FnMut(&[u8]) + Send)) -> RunResult {
+        let id = self.next_block.fetch_add(1, Ordering::Relaxed);
+        if block.language == Language::Html {
+            return self.write_html(id, &block.code);
+        }
+        let mut kernels = self.kernels.lock().await;
+        let mut restarted_note = None;
+        if kernels.get(&block.language).is_some_and(Kernel::is_dead) {
+            if let Some(mut dead) = kernels.remove(&block.language) {
+                dead.pass_idle_output(sink);
+            }
+            restarted_note = Some(format!(
+                "The {} kernel had exited since the last block; this block ran in a fresh one, without the earlier state.",
+                block.language
+            ));
+        }
+        let kernel = match kernels.entry(block.language) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => match self.start(block.language) {
+                Ok(kernel) => e.insert(kernel),
+                Err(message) => return RunResult::unavailable(id, block.language, message),
+            },
+        };
+        let (rows, cols) = self.current_size();
+        let _ = kernel.control().resize(rows, cols);
+        let interrupt = Arc::new(Notify::new());
+        self.set_active(Some(Active {
+            control: kernel.control(),
+            interrupt: interrupt.clone(),
+        }));
+        let opts = RunOptions {
+            timeout: block.timeout,
+            grace: self.config.grace,
+            max_output: self.config.max_output,
+            stdin_eof: block.stdin_eof,
+        };
+        let mut result = kernel.run(id, &block.code, &opts, &interrupt, sink).await;
+        self.set_active(None);
+        if let Some(note) = restarted_note {
+            result.notes.insert(0, note);
+        }
+        result
+    }
+
+    fn start(&self, language: Language) -> Result<Kernel, String> {
+        let path = self.env_var("PATH");
+        let shell = self.env_var("SHELL");
+        let Some(interpreter) = find_interpreter(language, path.as_deref(), shell.as_deref())
+        else {
+            return Err(format!(
+                "Cannot run {language}: `{}` was not found on PATH. To run {language} blocks, {}.",
+                language.program_label(),
+                language.install_hint()
+            ));
+        };
+        let (rows, cols) = self.current_size();
+        Kernel::start(
+            language,
+            &interpreter,
+            &self.config.cwd,
+            &self.config.env,
+            pty_size(rows, cols),
+        )
+        .map_err(|e| {
+            format!(
+                "Cannot start the {language} kernel ({}): {e}.",
+                interpreter.program.display()
+            )
+        })
+    }
+
+    /// A variable of the kernels' environment: the configured one, else this process's.
+    fn env_var(&self, key: &str) -> Option<OsString> {
+        self.config
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var_os(key))
+    }
+
+    fn write_html(&self, id: u64, code: &str) -> RunResult {
+        let started = Instant::now();
+        let path = self
+            .config
+            .html_dir
+            .join(format!("block-{}-{id}.html", uuid::Uuid::new_v4().simple()));
+        let written = std::fs::create_dir_all(&self.config.html_dir)
+            .and_then(|()| std::fs::write(&path, code));
+        match written {
+            Ok(()) => RunResult {
+                duration: started.elapsed(),
+                output: format!("HTML written to {} (not run).", path.display()),
+                file: Some(path),
+                ..RunResult::empty(id, Language::Html, RunStatus::Written)
+            },
+            Err(e) => RunResult::unavailable(
+                id,
+                Language::Html,
+                format!("Could not write the HTML to {}: {e}.", path.display()),
+            ),
+        }
+    }
+
+    fn set_active(&self, active: Option<Active>) {
+        if let Ok(mut slot) = self.active.lock() {
+            *slot = active;
+        }
+    }
+
+    fn with_active<T>(&self, f: impl FnOnce(&Active) -> T) -> Option<T> {
+        self.active.lock().ok()?.as_ref().map(f)
+    }
+
+    /// Interrupts the running block: SIGINT now; a kill after the grace period if it does not
+    /// stop. Returns false when no block is running.
+    pub fn interrupt(&self) -> bool {
+        self.with_active(|active| {
+            active.control.interrupt();
+            active.interrupt.notify_one();
+        })
+        .is_some()
+    }
+
+    /// Types into the running block's terminal.
+    pub fn write_input(&self, bytes: &[u8]) -> io::Result<()> {
+        self.with_active(|active| active.control.write_input(bytes))
+            .unwrap_or_else(|| Err(io::Error::other("no block is running")))
+    }
+
+    /// Sends end-of-file (Ctrl-D) to the running block's terminal.
+    pub fn send_eof(&self) -> io::Result<()> {
+        self.write_input(&[0x04])
+    }
+
+    /// Resizes every kernel's terminal; programs see the new size at once (SIGWINCH).
+    pub fn resize(&self, rows: u16, cols: u16) {
+        if let Ok(mut size) = self.size.lock() {
+            *size = (rows, cols);
+        }
+        // Idle kernels take the size when their next block starts.
+        let _ = self.with_active(|active| active.control.resize(rows, cols));
+    }
+
+    fn current_size(&self) -> (u16, u16) {
+        self.size
+            .lock()
+            .map(|s| *s)
+            .unwrap_or((self.config.rows, self.config.cols))
+    }
+
+    /// Whether a block is running now.
+    pub fn is_running(&self) -> bool {
+        self.with_active(|_| ()).is_some()
+    }
+
+    /// The process ids of the live kernels' interpreters (each leads its own session).
+    pub async fn pids(&self) -> Vec<(Language, i32)> {
+        let kernels = self.kernels.lock().await;
+        let mut pids: Vec<_> = kernels.iter().map(|(l, k)| (*l, k.pid())).collect();
+        pids.sort();
+        pids
+    }
+
+    /// Stops every kernel (and what they started). The next block starts fresh ones.
+    pub async fn shutdown(&self) {
+        self.kernels.lock().await.clear();
+    }
+
+    /// Stops one language's kernel, if it runs.
+    pub async fn restart(&self, language: Language) {
+        self.kernels.lock().await.remove(&language);
+    }
+}

@@ -1,0 +1,303 @@
+//! One process in its own PTY: spawning, the output stream, the exit status, and the
+//! controls that work while it runs (interrupt, input, resize, kill).
+//!
+//! Two threads serve each process. The reader polls the PTY master and a stop pipe, and sends
+//! output chunks into a bounded channel, so a block that prints faster than anyone reads is
+//! slowed down rather than buffered without end. The waiter reaps the process and publishes
+//! how it ended.
+
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, watch};
+
+use super::reaper;
+
+/// Output chunks buffered between the reader thread and the consumer.
+const CHANNEL_CHUNKS: usize = 64;
+/// The most the reader takes from the PTY at once.
+const READ_SIZE: usize = 64 * 1024;
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitInfo {
+    /// The exit code, when it exited.
+    pub code: Option<i32>,
+    /// The signal number, when a signal ended it.
+    pub signal: Option<i32>,
+}
+
+/// The controls of a running PTY process, shareable across tasks.
+pub(crate) struct PtyControl {
+    master: Mutex<Box<dyn MasterPty + Send>>,
+    writer: Mutex<Box<dyn Write + Send>>,
+    pid: i32,
+}
+
+/// A process in a PTY, as its owner sees it.
+pub(crate) struct PtyProcess {
+    pub control: Arc<PtyControl>,
+    pub output: mpsc::Receiver<Vec<u8>>,
+    pub exit: watch::Receiver<Option<ExitInfo>>,
+    /// Dropping this closes the stop pipe, which ends the reader thread.
+    _stop_reader: OwnedFd,
+    /// Kept so that portable-pty's handle lives as long as the process does.
+    _child: Box<dyn portable_pty::Child + Send + Sync>,
+}
+
+impl PtyProcess {
+    pub fn spawn(cmd: CommandBuilder, size: PtySize) -> io::Result<PtyProcess> {
+        let pair = native_pty_system()
+            .openpty(size)
+            .map_err(|e| io::Error::other(format!("cannot open a PTY: {e}")))?;
+        let child = pair
+            .slave
+            .spawn_command(cmd)
+            .map_err(|e| io::Error::other(format!("cannot start the process: {e}")))?;
+        // The parent keeps no slave descriptor, so the reader sees the end of the stream
+        // once the process and its children have closed theirs.
+        drop(pair.slave);
+        let pid = child
+            .process_id()
+            .and_then(|p| i32::try_from(p).ok())
+            .ok_or_else(|| io::Error::other("the PTY process has no process id"))?;
+        reaper::register(pid);
+
+        let master = pair.master;
+        let master_fd = master
+            .as_raw_fd()
+            .ok_or_else(|| io::Error::other("the PTY master has no file descriptor"))?;
+        let read_fd = dup_cloexec(master_fd)?;
+        let (stop_read, stop_write) = pipe_cloexec()?;
+        let writer = master
+            .take_writer()
+            .map_err(|e| io::Error::other(format!("cannot write to the PTY: {e}")))?;
+
+        let (out_tx, out_rx) = mpsc::channel(CHANNEL_CHUNKS);
+        std::thread::Builder::new()
+            .name(format!("pty-reader-{pid}"))
+            .spawn(move || read_loop(read_fd, stop_read, out_tx))?;
+        let (exit_tx, exit_rx) = watch::channel(None);
+        std::thread::Builder::new()
+            .name(format!("pty-waiter-{pid}"))
+            .spawn(move || {
+                let _ = exit_tx.send(Some(wait_for(pid)));
+            })?;
+
+        Ok(PtyProcess {
+            control: Arc::new(PtyControl {
+                master: Mutex::new(master),
+                writer: Mutex::new(writer),
+                pid,
+            }),
+            output: out_rx,
+            exit: exit_rx,
+            _stop_reader: stop_write,
+            _child: child,
+        })
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.control.pid
+    }
+
+    pub fn exited(&self) -> Option<ExitInfo> {
+        *self.exit.borrow()
+    }
+}
+
+impl Drop for PtyProcess {
+    fn drop(&mut self) {
+        let pid = self.control.pid;
+        reaper::kill_session(pid);
+        // Wait briefly for the waiter thread to reap it, so that no zombie outlives us.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while self.exited().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        reaper::unregister(pid);
+    }
+}
+
+impl PtyControl {
+    /// Sends SIGINT to the PTY's foreground process group, as a terminal does for Ctrl-C.
+    pub fn interrupt(&self) {
+        let group = self
+            .master
+            .lock()
+            .ok()
+            .and_then(|m| m.process_group_leader())
+            .filter(|&g| g > 0)
+            .unwrap_or(self.pid);
+        // SAFETY: killpg(2) on a process group of this PTY; no memory is involved.
+        unsafe {
+            libc::killpg(group, libc::SIGINT);
+        }
+    }
+
+    /// Kills the process, and every process of its session that was not detached.
+    pub fn kill(&self) {
+        reaper::kill_session(self.pid);
+    }
+
+    /// Types bytes into the PTY, as if from the keyboard.
+    pub fn write_input(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut writer = self
+            .writer
+            .lock()
+            .map_err(|_| io::Error::other("the PTY writer is poisoned"))?;
+        writer.write_all(bytes)?;
+        writer.flush()
+    }
+
+    pub fn resize(&self, rows: u16, cols: u16) -> io::Result<()> {
+        let master = self
+            .master
+            .lock()
+            .map_err(|_| io::Error::other("the PTY master is poisoned"))?;
+        master
+            .resize(pty_size(rows, cols))
+            .map_err(|e| io::Error::other(format!("cannot resize the PTY: {e}")))
+    }
+}
+
+pub(crate) fn pty_size(rows: u16, cols: u16) -> PtySize {
+    PtySize {
+        rows: rows.max(1),
+        cols: cols.max(1),
+        pixel_width: 0,
+        pixel_height: 0,
+    }
+}
+
+fn read_loop(fd: OwnedFd, stop: OwnedFd, tx: mpsc::Sender<Vec<u8>>) {
+    let mut buf = vec![0u8; READ_SIZE];
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: stop.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: `fds` is a valid array of two pollfd structs for the length given.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if ready < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        if fds[1].revents != 0 {
+            return;
+        }
+        if fds[0].revents == 0 {
+            continue;
+        }
+        // SAFETY: reading into a buffer we own, no longer than its length.
+        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n > 0 {
+            // `n` is positive and at most `buf.len()`.
+            let chunk = buf[..n as usize].to_vec();
+            if tx.blocking_send(chunk).is_err() {
+                return;
+            }
+        } else if n == 0 {
+            return;
+        } else {
+            match io::Error::last_os_error().kind() {
+                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
+                // EIO: every slave descriptor is closed.
+                _ => return,
+            }
+        }
+    }
+}
+
+fn wait_for(pid: i32) -> ExitInfo {
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid(2) on our own child, writing into a local int.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        return ExitInfo {
+            code: None,
+            signal: None,
+        };
+    }
+    if libc::WIFEXITED(status) {
+        ExitInfo {
+            code: Some(libc::WEXITSTATUS(status)),
+            signal: None,
+        }
+    } else if libc::WIFSIGNALED(status) {
+        ExitInfo {
+            code: None,
+            signal: Some(libc::WTERMSIG(status)),
+        }
+    } else {
+        ExitInfo {
+            code: None,
+            signal: None,
+        }
+    }
+}
+
+fn dup_cloexec(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: fcntl(2) duplicating a descriptor we hold; the result is checked.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `new` is a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2(2) writes two descriptors into the array given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are fresh and owned by nothing else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// The conventional name of a signal: `SIGINT`, `SIGKILL`, or `signal 42`.
+pub fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_string()
+}

@@ -1,0 +1,141 @@
+//! Nothing left behind. Every kernel is the leader of its own session (the PTY's), and every
+//! live session is registered here, so that on exit, panic, SIGTERM or SIGHUP all of them can
+//! be killed: the interpreter and everything its code started, background jobs included.
+//!
+//! A process the code deliberately detached is spared: one that left the session (`setsid`)
+//! is not a member any more, and one that ignores SIGHUP (`nohup`) asked to outlive its
+//! terminal. The leader itself is always killed.
+
+use std::sync::Mutex;
+
+static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+pub(crate) fn register(session: i32) {
+    if let Ok(mut live) = LIVE.lock() {
+        live.push(session);
+    }
+}
+
+pub(crate) fn unregister(session: i32) {
+    if let Ok(mut live) = LIVE.lock() {
+        live.retain(|&s| s != session);
+    }
+}
+
+/// Kills every registered kernel session. Safe to call from a panic hook or at exit; it
+/// never blocks on a lock held elsewhere.
+pub fn kill_all() {
+    let sessions = match LIVE.try_lock() {
+        Ok(mut live) => std::mem::take(&mut *live),
+        Err(std::sync::TryLockError::Poisoned(p)) => std::mem::take(&mut *p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    for session in sessions {
+        kill_session(session);
+    }
+}
+
+/// Installs a panic hook that kills every kernel before the default hook reports the panic.
+pub fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        kill_all();
+        previous(info);
+    }));
+}
+
+/// Kills the session led by `leader`: the leader, and every member that does not ignore
+/// SIGHUP. Repeats a few times, because a member may fork while it is being killed.
+pub(crate) fn kill_session(leader: i32) {
+    if leader <= 1 {
+        return;
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // SAFETY: killpg(2) on the kernel's own process group; no memory is involved.
+        unsafe {
+            libc::killpg(leader, libc::SIGKILL);
+        }
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    for _ in 0..20 {
+        let targets: Vec<i32> = session_processes(leader)
+            .into_iter()
+            .filter(|&pid| pid == leader || !ignores_sighup(pid))
+            .collect();
+        if targets.is_empty() {
+            return;
+        }
+        for pid in targets {
+            // SAFETY: kill(2) with a pid from the process table; no memory is involved.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// The live (not zombie) processes whose session is `session`.
+#[cfg(target_os = "linux")]
+pub fn session_processes(session: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let own = std::process::id() as i32;
+    dir.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != own)
+        .filter(|&pid| {
+            proc_stat(pid).is_some_and(|stat| stat.session == session && stat.state != 'Z')
+        })
+        .collect()
+}
+
+/// Elsewhere the process table cannot be read this way: the session's process group stands
+/// in for it.
+#[cfg(not(target_os = "linux"))]
+pub fn session_processes(session: i32) -> Vec<i32> {
+    // SAFETY: kill(2) with signal 0 only checks for existence.
+    if unsafe { libc::kill(-session, 0) } == 0 {
+        vec![session]
+    } else {
+        Vec::new()
+    }
+}
+
+#[cfg(target_os = "linux")]
+struct Stat {
+    state: char,
+    session: i32,
+}
+
+#[cfg(target_os = "linux")]
+fn proc_stat(pid: i32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may itself hold spaces and parentheses.
+    let after = &text[text.rfind(')')? + 1..];
+    let mut fields = after.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let _pgrp = fields.next()?;
+    let session = fields.next()?.parse().ok()?;
+    Some(Stat { state, session })
+}
+
+#[cfg(target_os = "linux")]
+fn ignores_sighup(pid: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (libc::SIGHUP - 1)) != 0)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn ignores_sighup(_pid: i32) -> bool {
+    false
+}

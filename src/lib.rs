@@ -1,0 +1,7 @@
+//! oi-tui: a terminal workbench in which a language model proposes code and a person stays
+//! in control. This library holds everything; the binary only parses arguments and picks a
+//! face.
+
+pub mod cli;
+pub mod exec;
+pub mod run;

@@ -1,0 +1,211 @@
+//! `oi-tui run`: blocks straight into the kernels, with no model. Output streams to this
+//! terminal as it comes; keystrokes reach the running block (`input()`, a `sudo` password);
+//! Ctrl-C interrupts the block, and a second Ctrl-C with no block running exits.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::RunArgs;
+use crate::exec::{Block, KernelConfig, Kernels, Language, RunResult, RunStatus, reaper};
+
+/// The terminal settings to put back on exit, when they were changed.
+static SAVED_TERMIOS: Mutex<Option<libc::termios>> = Mutex::new(None);
+
+pub async fn run(args: RunArgs) -> Result<i32> {
+    let language = Language::parse(&args.language).with_context(|| {
+        format!(
+            "unknown language `{}`; known: {}",
+            args.language,
+            Language::ALL.map(Language::name).join(", ")
+        )
+    })?;
+    let blocks = collect_blocks(&args)?;
+    if blocks.is_empty() {
+        bail!("nothing to run: give code with -c CODE, or a FILE (`-` for standard input)");
+    }
+    let mut config = KernelConfig {
+        max_output: args.max_output,
+        ..KernelConfig::default()
+    };
+    if let Some(cwd) = &args.cwd {
+        config.cwd = std::fs::canonicalize(cwd)
+            .with_context(|| format!("--cwd {}: no such directory", cwd.display()))?;
+    }
+    if let Some((rows, cols)) = terminal_size() {
+        config.rows = rows;
+        config.cols = cols;
+    }
+    let timeout = match args.timeout {
+        Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
+        Some(secs) => bail!("--timeout {secs}: give a positive number of seconds"),
+        None => None,
+    };
+    let kernels = Arc::new(Kernels::new(config));
+    let stdin_is_terminal = std::io::stdin().is_terminal() && !args.json;
+    let reading_stdin_for_code = args.files.iter().any(|f| f.as_os_str() == "-");
+    if stdin_is_terminal && !reading_stdin_for_code {
+        forward_keys(kernels.clone());
+    }
+    watch_signals(kernels.clone());
+
+    let mut last = 0;
+    for code in blocks {
+        let mut block = Block::new(language, code);
+        block.timeout = timeout;
+        block.stdin_eof = !stdin_is_terminal || reading_stdin_for_code;
+        let json = args.json;
+        let mut stdout = std::io::stdout();
+        let mut sink = |bytes: &[u8]| {
+            if !json {
+                let _ = stdout.write_all(bytes);
+                let _ = stdout.flush();
+            }
+        };
+        let result = kernels.run(&block, &mut sink).await;
+        report(&result, args.json)?;
+        last = exit_status(&result);
+        if result.status == RunStatus::Interrupted {
+            break;
+        }
+    }
+    kernels.shutdown().await;
+    restore_terminal();
+    Ok(last)
+}
+
+fn collect_blocks(args: &RunArgs) -> Result<Vec<String>> {
+    let mut blocks = args.code.clone();
+    for file in &args.files {
+        if file.as_os_str() == "-" {
+            let mut code = String::new();
+            std::io::stdin()
+                .read_to_string(&mut code)
+                .context("cannot read the block from standard input")?;
+            blocks.push(code);
+        } else {
+            blocks.push(read_file(file)?);
+        }
+    }
+    Ok(blocks)
+}
+
+fn read_file(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+fn report(result: &RunResult, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(result)?);
+        return Ok(());
+    }
+    let mut err = std::io::stderr();
+    let needs_newline = !result.output.is_empty() && !result.output.ends_with('\n');
+    if needs_newline {
+        writeln!(err)?;
+    }
+    writeln!(err, "── {} · {}", result.language, result.summary())?;
+    for note in &result.notes {
+        writeln!(err, "   {note}")?;
+    }
+    Ok(())
+}
+
+/// The process exit status that stands for a block's result.
+fn exit_status(result: &RunResult) -> i32 {
+    match result.status {
+        RunStatus::Success | RunStatus::Written => 0,
+        RunStatus::Interrupted => 130,
+        RunStatus::TimedOut => 124,
+        RunStatus::Unavailable => 127,
+        RunStatus::Failed => match result.exit_code {
+            Some(code) if (1..=255).contains(&code) => code,
+            _ => 1,
+        },
+    }
+}
+
+fn terminal_size() -> Option<(u16, u16)> {
+    // SAFETY: TIOCGWINSZ fills a winsize struct we own.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_row > 0 && ws.ws_col > 0).then_some((ws.ws_row, ws.ws_col))
+}
+
+/// Sends keystrokes to the running block as they are typed. This terminal stops echoing and
+/// line-editing, since the kernel's PTY does both; Ctrl-C still raises SIGINT here.
+fn forward_keys(kernels: Arc<Kernels>) {
+    // SAFETY: tcgetattr/tcsetattr on standard input with a termios struct we own.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(libc::STDIN_FILENO, &mut t) != 0 {
+            return;
+        }
+        if let Ok(mut saved) = SAVED_TERMIOS.lock() {
+            *saved = Some(t);
+        }
+        t.c_lflag &= !(libc::ICANON | libc::ECHO);
+        t.c_cc[libc::VMIN] = 1;
+        t.c_cc[libc::VTIME] = 0;
+        libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &t);
+    }
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin();
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = stdin.read(&mut buf) {
+            if n == 0 {
+                let _ = kernels.send_eof();
+                break;
+            }
+            // Keys typed while no block runs have nowhere to go.
+            let _ = kernels.write_input(&buf[..n]);
+        }
+    });
+}
+
+/// Puts this terminal's settings back, if they were changed.
+pub fn restore_terminal() {
+    if let Ok(mut saved) = SAVED_TERMIOS.lock()
+        && let Some(t) = saved.take()
+    {
+        // SAFETY: tcsetattr on standard input with the settings read at start.
+        unsafe {
+            libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &t);
+        }
+    }
+}
+
+fn watch_signals(kernels: Arc<Kernels>) {
+    tokio::spawn(async move {
+        loop {
+            if tokio::signal::ctrl_c().await.is_err() {
+                return;
+            }
+            if !kernels.interrupt() {
+                leave(130);
+            }
+        }
+    });
+    for (kind, number) in [
+        (tokio::signal::unix::SignalKind::terminate(), libc::SIGTERM),
+        (tokio::signal::unix::SignalKind::hangup(), libc::SIGHUP),
+    ] {
+        if let Ok(mut signal) = tokio::signal::unix::signal(kind) {
+            tokio::spawn(async move {
+                if signal.recv().await.is_some() {
+                    leave(128 + number);
+                }
+            });
+        }
+    }
+}
+
+/// Exits now: every kernel killed, the terminal restored.
+pub fn leave(status: i32) -> ! {
+    reaper::kill_all();
+    restore_terminal();
+    std::process::exit(status)
+}

@@ -1,0 +1,3 @@
+mod kernels;
+mod kernels_control;
+mod support;

@@ -1,0 +1,68 @@
+//! Helpers shared by the integration tests.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use oi_tui::exec::{Block, KernelConfig, Kernels, Language, RunResult};
+
+/// Kernels that start in a fresh temporary directory.
+pub fn kernels() -> (Kernels, tempfile::TempDir) {
+    kernels_with(|_| {})
+}
+
+pub fn kernels_with(adjust: impl FnOnce(&mut KernelConfig)) -> (Kernels, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = KernelConfig {
+        cwd: dir.path().to_path_buf(),
+        html_dir: dir.path().join("html"),
+        ..KernelConfig::default()
+    };
+    adjust(&mut config);
+    (Kernels::new(config), dir)
+}
+
+/// Runs a block and returns its result and every raw byte the sink saw.
+pub async fn run(kernels: &Kernels, language: Language, code: &str) -> (RunResult, Vec<u8>) {
+    run_block(kernels, Block::new(language, code)).await
+}
+
+pub async fn run_block(kernels: &Kernels, block: Block) -> (RunResult, Vec<u8>) {
+    let mut raw = Vec::new();
+    let result = kernels
+        .run(&block, &mut |bytes: &[u8]| raw.extend_from_slice(bytes))
+        .await;
+    (result, raw)
+}
+
+/// Runs a block in the background, sharing what it printed so far.
+pub fn spawn_block(
+    kernels: Arc<Kernels>,
+    block: Block,
+) -> (tokio::task::JoinHandle<RunResult>, Arc<Mutex<Vec<u8>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink_seen = seen.clone();
+    let handle = tokio::spawn(async move {
+        kernels
+            .run(&block, &mut |bytes: &[u8]| {
+                sink_seen.lock().expect("lock").extend_from_slice(bytes)
+            })
+            .await
+    });
+    (handle, seen)
+}
+
+/// Waits until what a background block printed contains `needle`.
+pub async fn wait_for_output(seen: &Arc<Mutex<Vec<u8>>>, needle: &str, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let text = String::from_utf8_lossy(&seen.lock().expect("lock")).into_owned();
+        if text.contains(needle) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited {limit:?} for {needle:?}; output so far: {text:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
