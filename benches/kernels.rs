@@ -16,7 +16,10 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let wants = |name: &str| only.is_empty() || only.iter().any(|o| name.contains(o.as_str()));
     runtime.block_on(async {
         if wants("warm") {
@@ -100,7 +103,8 @@ async fn throughput() {
     let file = dir.path().join("100mb.txt");
     {
         let mut f = std::io::BufWriter::new(std::fs::File::create(&file).expect("create"));
-        let line = b"the quick brown fox jumps over the lazy dog 0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ\n";
+        let line =
+            b"the quick brown fox jumps over the lazy dog 0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ\n";
         let mut written = 0;
         while written < SIZE {
             f.write_all(line).expect("write");
@@ -112,13 +116,17 @@ async fn throughput() {
     let mut bare = Vec::new();
     let mut kernel = Vec::new();
     let kernels = kernels();
-    kernels.run(&Block::new(Language::Shell, "true"), &mut |_| {}).await;
+    kernels
+        .run(&Block::new(Language::Shell, "true"), &mut |_| {})
+        .await;
     for _ in 0..3 {
         bare.push(bare_pty_cat(&file));
         let mut seen = 0usize;
         let start = Instant::now();
         let r = kernels
-            .run(&Block::new(Language::Shell, cat.as_str()), &mut |b| seen += b.len())
+            .run(&Block::new(Language::Shell, cat.as_str()), &mut |b| {
+                seen += b.len()
+            })
             .await;
         kernel.push(start.elapsed());
         assert_eq!(r.status, RunStatus::Success);
@@ -148,7 +156,10 @@ fn bare_pty_cat(file: &std::path::Path) -> Duration {
     let mut child = pair.slave.spawn_command(cmd).expect("spawn");
     drop(pair.slave);
     let mut reader = pair.master.try_clone_reader().expect("reader");
-    let mut sink = std::fs::OpenOptions::new().write(true).open("/dev/null").expect("null");
+    let mut sink = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .expect("null");
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match reader.read(&mut buf) {
