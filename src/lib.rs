@@ -5,3 +5,4 @@
 pub mod cli;
 pub mod exec;
 pub mod run;
+pub mod shutdown;

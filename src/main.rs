@@ -3,11 +3,12 @@
 use clap::Parser;
 
 use oi_tui::cli::{Cli, Command};
-use oi_tui::exec::{Language, reaper};
+use oi_tui::exec::Language;
+use oi_tui::shutdown;
 
 fn main() {
     let cli = Cli::parse();
-    reaper::install_panic_hook();
+    shutdown::install_panic_hook();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -28,13 +29,12 @@ fn main() {
             }
         }
     });
-    reaper::kill_all();
-    oi_tui::run::restore_terminal();
     match status {
-        Ok(code) => std::process::exit(code),
+        Ok(code) => shutdown::exit(code),
         Err(e) => {
+            shutdown::restore_terminal();
             eprintln!("oi-tui: {e:#}");
-            std::process::exit(2);
+            shutdown::exit(2);
         }
     }
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use crate::cli::RunArgs;
-use crate::exec::{Block, KernelConfig, Kernels, Language, RunResult, RunStatus, reaper};
+use crate::exec::{Block, KernelConfig, Kernels, Language, RunResult, RunStatus};
+use crate::shutdown;
 
 /// The terminal settings to put back on exit, when they were changed.
 static SAVED_TERMIOS: Mutex<Option<libc::termios>> = Mutex::new(None);
@@ -48,6 +49,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     let stdin_is_terminal = std::io::stdin().is_terminal() && !args.json;
     let reading_stdin_for_code = args.files.iter().any(|f| f.as_os_str() == "-");
     if stdin_is_terminal && !reading_stdin_for_code {
+        shutdown::on_exit_restore_terminal(restore_terminal);
         forward_keys(kernels.clone());
     }
     watch_signals(kernels.clone());
@@ -73,7 +75,6 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         }
     }
     kernels.shutdown().await;
-    restore_terminal();
     Ok(last)
 }
 
@@ -167,7 +168,7 @@ fn forward_keys(kernels: Arc<Kernels>) {
 }
 
 /// Puts this terminal's settings back, if they were changed.
-pub fn restore_terminal() {
+fn restore_terminal() {
     if let Ok(mut saved) = SAVED_TERMIOS.lock()
         && let Some(t) = saved.take()
     {
@@ -185,7 +186,7 @@ fn watch_signals(kernels: Arc<Kernels>) {
                 return;
             }
             if !kernels.interrupt() {
-                leave(130);
+                shutdown::exit(130);
             }
         }
     });
@@ -196,16 +197,9 @@ fn watch_signals(kernels: Arc<Kernels>) {
         if let Ok(mut signal) = tokio::signal::unix::signal(kind) {
             tokio::spawn(async move {
                 if signal.recv().await.is_some() {
-                    leave(128 + number);
+                    shutdown::exit(128 + number);
                 }
             });
         }
     }
-}
-
-/// Exits now: every kernel killed, the terminal restored.
-pub fn leave(status: i32) -> ! {
-    reaper::kill_all();
-    restore_terminal();
-    std::process::exit(status)
 }

@@ -64,16 +64,15 @@ def run_block(block, path, namespace):
             return code
         print(code, file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("\nKeyboardInterrupt", file=sys.stderr)
-        return 130
     except BaseException as e:
         tb = e.__traceback__
         # Drop this driver's own frames; keep the block's and the libraries'.
         while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
             tb = tb.tb_next
+        if isinstance(e, KeyboardInterrupt):
+            print(file=sys.stderr)
         traceback.print_exception(type(e), e, tb)
-        return 1
+        return 130 if isinstance(e, KeyboardInterrupt) else 1
 
 
 def write_marker(fd, nonce, block, status):

@@ -9,7 +9,6 @@
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use serde::{Deserialize, Serialize};
@@ -47,6 +46,8 @@ pub(crate) struct PtyProcess {
     _stop_reader: OwnedFd,
     /// Kept so that portable-pty's handle lives as long as the process does.
     _child: Box<dyn portable_pty::Child + Send + Sync>,
+    /// Lets the waiter thread reap the process, and waits for it to have done so.
+    reap: Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
 }
 
 impl PtyProcess {
@@ -82,10 +83,15 @@ impl PtyProcess {
             .name(format!("pty-reader-{pid}"))
             .spawn(move || read_loop(read_fd, stop_read, out_tx))?;
         let (exit_tx, exit_rx) = watch::channel(None);
-        std::thread::Builder::new()
+        let (reap_tx, reap_rx) = std::sync::mpsc::channel::<()>();
+        let waiter = std::thread::Builder::new()
             .name(format!("pty-waiter-{pid}"))
             .spawn(move || {
-                let _ = exit_tx.send(Some(wait_for(pid)));
+                let _ = exit_tx.send(Some(wait_for_exit(pid)));
+                // The zombie keeps the pid, and so the session id, from being reused until
+                // the owner has killed the rest of the session and lets go.
+                let _ = reap_rx.recv();
+                reap(pid);
             })?;
 
         Ok(PtyProcess {
@@ -98,6 +104,7 @@ impl PtyProcess {
             exit: exit_rx,
             _stop_reader: stop_write,
             _child: child,
+            reap: Some((reap_tx, waiter)),
         })
     }
 
@@ -114,10 +121,10 @@ impl Drop for PtyProcess {
     fn drop(&mut self) {
         let pid = self.control.pid;
         reaper::kill_session(pid);
-        // Wait briefly for the waiter thread to reap it, so that no zombie outlives us.
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while self.exited().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
+        if let Some((release, waiter)) = self.reap.take() {
+            drop(release);
+            // The process was sent SIGKILL: the waiter returns as soon as it is gone.
+            let _ = waiter.join();
         }
         reaper::unregister(pid);
     }
@@ -223,38 +230,47 @@ fn read_loop(fd: OwnedFd, stop: OwnedFd, tx: mpsc::Sender<Vec<u8>>) {
     }
 }
 
-fn wait_for(pid: i32) -> ExitInfo {
-    let mut status = 0;
+/// Waits for the process to end and says how, leaving it a zombie (not reaped).
+fn wait_for_exit(pid: i32) -> ExitInfo {
+    let unknown = ExitInfo {
+        code: None,
+        signal: None,
+    };
+    let Ok(id) = libc::id_t::try_from(pid) else {
+        return unknown;
+    };
     loop {
-        // SAFETY: waitpid(2) on our own child, writing into a local int.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            break;
+        // SAFETY: a zeroed siginfo_t is a valid value for waitid(2) to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid(2) on our own child, writing into a local siginfo_t.
+        let r = unsafe { libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if r == 0 {
+            // SAFETY: waitid succeeded for a child, so the status field is set.
+            let status = unsafe { info.si_status() };
+            return match info.si_code {
+                libc::CLD_EXITED => ExitInfo {
+                    code: Some(status),
+                    signal: None,
+                },
+                libc::CLD_KILLED | libc::CLD_DUMPED => ExitInfo {
+                    code: None,
+                    signal: Some(status),
+                },
+                _ => unknown,
+            };
         }
-        if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-            continue;
-        }
-        return ExitInfo {
-            code: None,
-            signal: None,
-        };
-    }
-    if libc::WIFEXITED(status) {
-        ExitInfo {
-            code: Some(libc::WEXITSTATUS(status)),
-            signal: None,
-        }
-    } else if libc::WIFSIGNALED(status) {
-        ExitInfo {
-            code: None,
-            signal: Some(libc::WTERMSIG(status)),
-        }
-    } else {
-        ExitInfo {
-            code: None,
-            signal: None,
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return unknown;
         }
     }
+}
+
+fn reap(pid: i32) {
+    let mut status = 0;
+    // SAFETY: waitpid(2) on our own, already ended child, writing into a local int.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
+        && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+    {}
 }
 
 fn dup_cloexec(fd: RawFd) -> io::Result<OwnedFd> {

@@ -35,17 +35,11 @@ pub fn kill_all() {
     }
 }
 
-/// Installs a panic hook that kills every kernel before the default hook reports the panic.
-pub fn install_panic_hook() {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        kill_all();
-        previous(info);
-    }));
-}
-
 /// Kills the session led by `leader`: the leader, and every member that does not ignore
-/// SIGHUP. Repeats a few times, because a member may fork while it is being killed.
+/// SIGHUP. The caller must not have reaped the leader yet: its pid (alive or a zombie) is
+/// what keeps the session id from being reused by an unrelated process meanwhile.
+///
+/// Members are stopped before they are killed, so that none can fork faster than they die.
 pub(crate) fn kill_session(leader: i32) {
     if leader <= 1 {
         return;
@@ -59,35 +53,64 @@ pub(crate) fn kill_session(leader: i32) {
         return;
     }
     #[cfg(target_os = "linux")]
-    for _ in 0..20 {
-        let targets: Vec<i32> = session_processes(leader)
-            .into_iter()
-            .filter(|&pid| pid == leader || !ignores_sighup(pid))
-            .collect();
-        if targets.is_empty() {
-            return;
-        }
-        for pid in targets {
-            // SAFETY: kill(2) with a pid from the process table; no memory is involved.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
+    {
+        signal(leader, libc::SIGSTOP);
+        let doomed = || -> Vec<(i32, char)> {
+            session_members(leader)
+                .into_iter()
+                .filter(|&(pid, _)| pid != leader && !ignores_sighup(pid))
+                .collect()
+        };
+        for _ in 0..50 {
+            let running: Vec<i32> = doomed()
+                .into_iter()
+                .filter(|&(_, state)| state != 'T' && state != 't')
+                .map(|(pid, _)| pid)
+                .collect();
+            if running.is_empty() {
+                break;
             }
+            for pid in running {
+                signal(pid, libc::SIGSTOP);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        std::thread::sleep(std::time::Duration::from_millis(2));
+        for (pid, _) in doomed() {
+            signal(pid, libc::SIGKILL);
+        }
+        signal(leader, libc::SIGKILL);
+    }
+}
+
+fn signal(pid: i32, signal: i32) {
+    // SAFETY: kill(2) on a member of a session we own; no memory is involved.
+    unsafe {
+        libc::kill(pid, signal);
     }
 }
 
 /// The live (not zombie) processes whose session is `session`.
 #[cfg(target_os = "linux")]
 pub fn session_processes(session: i32) -> Vec<i32> {
+    session_members(session)
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// The live members of a session, with their state letter (`R`, `S`, `T`, ...).
+#[cfg(target_os = "linux")]
+fn session_members(session: i32) -> Vec<(i32, char)> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     let own = std::process::id() as i32;
     dir.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| pid != own)
-        .filter(|&pid| {
-            proc_stat(pid).is_some_and(|stat| stat.session == session && stat.state != 'Z')
+        .filter_map(|pid| {
+            let stat = proc_stat(pid)?;
+            (stat.session == session && stat.state != 'Z' && stat.state != 'X')
+                .then_some((pid, stat.state))
         })
         .collect()
 }

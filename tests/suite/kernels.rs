@@ -108,6 +108,19 @@ async fn zsh_when_it_is_the_users_shell() {
     assert!(r.output.trim().starts_with('5'), "{:?}", r.output);
     let (r, _) = run(&kernels, zsh, "echo $((x + 1))").await;
     assert!(r.output.contains("42"), "{:?}", r.output);
+    let kernels = std::sync::Arc::new(kernels);
+    let (handle, seen) = super::support::spawn_block(
+        kernels.clone(),
+        Block::new(zsh, "echo sleeping; sleep 100; echo not reached"),
+    );
+    super::support::wait_for_output(&seen, "sleeping", std::time::Duration::from_secs(10)).await;
+    assert!(kernels.interrupt());
+    let r = handle.await.expect("join");
+    assert_eq!(r.status, RunStatus::Interrupted, "{r:#?}");
+    assert!(!r.state_lost);
+    assert!(!r.output.contains("not reached"));
+    let (r, _) = run(&kernels, zsh, "echo $x").await;
+    assert_eq!(r.output.trim(), "41");
 }
 
 #[tokio::test]

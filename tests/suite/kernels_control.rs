@@ -374,3 +374,48 @@ async fn no_child_process_survives_the_kernels() {
         }
     }
 }
+
+/// Interrupts a sleeping block in `language` and checks that `x` (set by `set`) survives.
+async fn interrupt_keeps_state(language: Language, set: &str, sleep: &str, read: &str) {
+    let (kernels, _dir) = kernels();
+    let kernels = Arc::new(kernels);
+    let (r, _) = run(&kernels, language, set).await;
+    assert_eq!(r.status, RunStatus::Success, "{language}: {r:#?}");
+    let r = interrupt_after(&kernels, language, sleep, "sleeping").await;
+    assert_eq!(r.status, RunStatus::Interrupted, "{language}: {r:#?}");
+    assert!(!r.state_lost, "{language}: {r:#?}");
+    let (after, _) = run(&kernels, language, read).await;
+    assert_eq!(after.output.trim(), "5", "{language}: {after:#?}");
+}
+
+#[tokio::test]
+async fn interrupt_keeps_the_other_kernels_too() {
+    interrupt_keeps_state(
+        Language::Ruby,
+        "x = 5",
+        "puts 'sleeping'\nsleep 100",
+        "puts x",
+    )
+    .await;
+    interrupt_keeps_state(
+        Language::R,
+        "x <- 5",
+        "cat('sleeping\\n')\nSys.sleep(100)",
+        "cat(x, '\\n')",
+    )
+    .await;
+    interrupt_keeps_state(
+        Language::Perl,
+        "$x = 5;",
+        "print \"sleeping\\n\";\nsleep 100;",
+        "print \"$x\\n\";",
+    )
+    .await;
+    interrupt_keeps_state(
+        Language::Java,
+        "int x = 5;",
+        "System.out.println(\"sleeping\");\nThread.sleep(100000);",
+        "System.out.println(x);",
+    )
+    .await;
+}

@@ -1,3 +1,4 @@
+mod cli;
 mod kernels;
 mod kernels_control;
 mod support;

@@ -1,0 +1,43 @@
+//! Leaving the process: one way out, taken once. Whoever exits first (the main flow, or a
+//! signal handler) kills every kernel, restores the terminal and sets the exit status; anyone
+//! who comes later waits for the process to end instead of racing it with another status.
+
+use std::sync::{Mutex, OnceLock};
+
+use crate::exec::reaper;
+
+static EXIT: Mutex<()> = Mutex::new(());
+static RESTORE_TERMINAL: OnceLock<fn()> = OnceLock::new();
+
+/// Registers what puts the user's terminal back (once; later calls are ignored).
+pub fn on_exit_restore_terminal(restore: fn()) {
+    let _ = RESTORE_TERMINAL.set(restore);
+}
+
+/// Puts the user's terminal back, if something registered how.
+pub fn restore_terminal() {
+    if let Some(restore) = RESTORE_TERMINAL.get() {
+        restore();
+    }
+}
+
+/// Kills every kernel, restores the terminal and exits with `status`.
+pub fn exit(status: i32) -> ! {
+    // Held until the process ends: a second caller blocks here instead of exiting too.
+    let _guard = EXIT.lock();
+    reaper::kill_all();
+    restore_terminal();
+    std::process::exit(status)
+}
+
+/// Makes any panic fatal and clean: kernels killed, terminal restored, the panic reported,
+/// exit status 101. A panic is a bug; carrying on with half the program gone would hide it.
+pub fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        reaper::kill_all();
+        restore_terminal();
+        previous(info);
+        std::process::exit(101);
+    }));
+}
