@@ -124,6 +124,7 @@ impl Kernel {
     ) -> RunResult {
         let started = Instant::now();
         self.pass_idle_output(sink);
+        self.process.control.restore_modes();
         let block_file = match self.hand_over(block_id, code) {
             Ok(path) => path,
             Err(e) => {

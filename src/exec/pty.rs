@@ -35,6 +35,8 @@ pub(crate) struct PtyControl {
     master: Mutex<Box<dyn MasterPty + Send>>,
     writer: Mutex<Box<dyn Write + Send>>,
     pid: i32,
+    /// The terminal modes the PTY started with, put back before each block.
+    sane: Option<libc::termios>,
 }
 
 /// A process in a PTY, as its owner sees it.
@@ -94,11 +96,13 @@ impl PtyProcess {
                 reap(pid);
             })?;
 
+        let sane = get_termios(master_fd);
         Ok(PtyProcess {
             control: Arc::new(PtyControl {
                 master: Mutex::new(master),
                 writer: Mutex::new(writer),
                 pid,
+                sane,
             }),
             output: out_rx,
             exit: exit_rx,
@@ -161,6 +165,23 @@ impl PtyControl {
         writer.flush()
     }
 
+    /// Puts back the terminal modes the PTY started with (echo, line editing, signals), in
+    /// case a block left them changed (`stty -echo`, a crashed full-screen program).
+    pub fn restore_modes(&self) {
+        let (Some(sane), Ok(master)) = (self.sane, self.master.lock()) else {
+            return;
+        };
+        let Some(fd) = master.as_raw_fd() else {
+            return;
+        };
+        if get_termios(fd).is_some_and(|now| !same_modes(&now, &sane)) {
+            // SAFETY: tcsetattr(3) on the PTY master with a termios read from it earlier.
+            unsafe {
+                libc::tcsetattr(fd, libc::TCSANOW, &sane);
+            }
+        }
+    }
+
     pub fn resize(&self, rows: u16, cols: u16) -> io::Result<()> {
         let master = self
             .master
@@ -184,50 +205,72 @@ pub(crate) fn pty_size(rows: u16, cols: u16) -> PtySize {
 fn read_loop(fd: OwnedFd, stop: OwnedFd, tx: mpsc::Sender<Vec<u8>>) {
     let mut buf = vec![0u8; READ_SIZE];
     loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: stop.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: `fds` is a valid array of two pollfd structs for the length given.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-        if ready < 0 {
-            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
+        match poll_two(&fd, &stop, -1) {
+            Some((_, true)) | None => return,
+            Some((false, false)) => continue,
+            Some((true, false)) => {}
+        }
+        // Take what is there, and whatever is already waiting behind it: when the consumer
+        // falls behind, chunks grow instead of multiplying.
+        let mut filled = 0;
+        let mut closed = false;
+        loop {
+            // SAFETY: reading into the unfilled part of a buffer we own.
+            let n = unsafe {
+                libc::read(
+                    fd.as_raw_fd(),
+                    buf[filled..].as_mut_ptr().cast(),
+                    buf.len() - filled,
+                )
+            };
+            if n > 0 {
+                // `n` is positive and at most the space left.
+                filled += n as usize;
+            } else if n == 0 {
+                closed = true;
+            } else {
+                match io::Error::last_os_error().kind() {
+                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => {}
+                    // EIO: every slave descriptor is closed.
+                    _ => closed = true,
+                }
             }
+            if closed || buf.len() - filled < 4096 || !poll_two(&fd, &stop, 0).is_some_and(|r| r.0)
+            {
+                break;
+            }
+        }
+        if filled > 0 && tx.blocking_send(buf[..filled].to_vec()).is_err() {
             return;
         }
-        if fds[1].revents != 0 {
+        if closed {
             return;
-        }
-        if fds[0].revents == 0 {
-            continue;
-        }
-        // SAFETY: reading into a buffer we own, no longer than its length.
-        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n > 0 {
-            // `n` is positive and at most `buf.len()`.
-            let chunk = buf[..n as usize].to_vec();
-            if tx.blocking_send(chunk).is_err() {
-                return;
-            }
-        } else if n == 0 {
-            return;
-        } else {
-            match io::Error::last_os_error().kind() {
-                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
-                // EIO: every slave descriptor is closed.
-                _ => return,
-            }
         }
     }
+}
+
+/// Polls the PTY and the stop pipe: (PTY readable or hung up, stop pipe closed). None on
+/// an error other than EINTR.
+fn poll_two(fd: &OwnedFd, stop: &OwnedFd, timeout_ms: i32) -> Option<(bool, bool)> {
+    let mut fds = [
+        libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: stop.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    // SAFETY: `fds` is a valid array of two pollfd structs for the length given.
+    let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
+    if ready < 0 {
+        return (io::Error::last_os_error().kind() == io::ErrorKind::Interrupted)
+            .then_some((false, false));
+    }
+    Some((fds[0].revents != 0, fds[1].revents != 0))
 }
 
 /// Waits for the process to end and says how, leaving it a zombie (not reaped).
@@ -271,6 +314,21 @@ fn reap(pid: i32) {
     while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
         && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
     {}
+}
+
+fn get_termios(fd: RawFd) -> Option<libc::termios> {
+    // SAFETY: a zeroed termios is a valid value for tcgetattr(3) to fill.
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: tcgetattr(3) on a descriptor we hold, writing into a local termios.
+    (unsafe { libc::tcgetattr(fd, &mut t) } == 0).then_some(t)
+}
+
+fn same_modes(a: &libc::termios, b: &libc::termios) -> bool {
+    a.c_iflag == b.c_iflag
+        && a.c_oflag == b.c_oflag
+        && a.c_cflag == b.c_cflag
+        && a.c_lflag == b.c_lflag
+        && a.c_cc == b.c_cc
 }
 
 fn dup_cloexec(fd: RawFd) -> io::Result<OwnedFd> {

@@ -419,3 +419,32 @@ async fn interrupt_keeps_the_other_kernels_too() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn kernels_get_the_cwd_the_environment_and_sane_terminal_modes() {
+    let (kernels, dir) = kernels_with(|c| c.env.push(("OI_TEST_VAR".into(), "from-config".into())));
+    let (r, _) = run(
+        &kernels,
+        Language::Shell,
+        "pwd; echo \"$TERM $OI_TUI $OI_TEST_VAR\"; echo \"home=${HOME:+set}\"",
+    )
+    .await;
+    let lines: Vec<&str> = r.output.lines().collect();
+    let cwd = std::fs::canonicalize(dir.path()).expect("canonical");
+    assert_eq!(lines[0], cwd.display().to_string());
+    assert_eq!(lines[1], "xterm-256color 1 from-config");
+    assert_eq!(lines[2], "home=set", "the user's environment is inherited");
+
+    // A block that leaves echo off does not break the next one's input.
+    run(&kernels, Language::Shell, "stty -echo -icanon").await;
+    let (r, _) = run(
+        &kernels,
+        Language::Shell,
+        "stty -a | tr ' ' '\\n' | grep -xE -- '-?(echo|icanon)'",
+    )
+    .await;
+    assert_eq!(
+        r.output.split_whitespace().collect::<Vec<_>>(),
+        ["icanon", "echo"]
+    );
+}
