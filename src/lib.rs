@@ -4,5 +4,7 @@
 
 pub mod cli;
 pub mod exec;
+pub mod llm;
+pub mod protocol;
 pub mod run;
 pub mod shutdown;

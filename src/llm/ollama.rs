@@ -1,0 +1,168 @@
+//! Ollama's native `/api/chat`, streamed as NDJSON. Tool calls arrive whole (arguments as a
+//! JSON object), each one its own call.
+
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+
+use super::openai::model_ids;
+use super::transport::{self, Flow, Framing};
+use super::{ChatRequest, LlmError, ModelInfo, ProviderConfig, Role, StreamEvent, join_url, tool};
+
+pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": request.system})];
+    for m in &request.messages {
+        messages.push(match m.role {
+            Role::User => json!({"role": "user", "content": m.content}),
+            Role::Tool => {
+                json!({"role": "tool", "content": m.content, "tool_name": tool::TOOL_NAME})
+            }
+            Role::Assistant if m.tool_calls.is_empty() => {
+                json!({"role": "assistant", "content": m.content})
+            }
+            Role::Assistant => json!({
+                "role": "assistant",
+                "content": m.content,
+                "tool_calls": m.tool_calls.iter().map(|c| json!({
+                    "function": {
+                        "name": c.name,
+                        "arguments": serde_json::from_str::<Value>(&c.arguments)
+                            .unwrap_or_else(|_| json!({})),
+                    }
+                })).collect::<Vec<_>>(),
+            }),
+        });
+    }
+    let mut body = json!({
+        "model": config.spec.model,
+        "messages": messages,
+        "stream": true,
+    });
+    if request.tools {
+        body["tools"] = json!([{
+            "type": "function",
+            "function": {
+                "name": tool::TOOL_NAME,
+                "description": tool::description(),
+                "parameters": tool::parameters_schema(),
+            }
+        }]);
+    }
+    let mut options = serde_json::Map::new();
+    if let Some(n) = request.context_window {
+        options.insert("num_ctx".into(), json!(n));
+    }
+    if let Some(n) = request.max_tokens {
+        options.insert("num_predict".into(), json!(n));
+    }
+    if let Some(t) = request.temperature {
+        options.insert("temperature".into(), json!(t));
+    }
+    if !options.is_empty() {
+        body["options"] = Value::Object(options);
+    }
+    body
+}
+
+pub(super) async fn stream(
+    http: &reqwest::Client,
+    config: &ProviderConfig,
+    request: &ChatRequest,
+    on_event: &mut (dyn FnMut(StreamEvent) + Send),
+) -> Result<(), LlmError> {
+    let url = join_url(&config.api_base, "api/chat");
+    let response = transport::post_json(
+        http,
+        config,
+        &url,
+        HeaderMap::new(),
+        &body(config, request),
+        on_event,
+    )
+    .await?;
+    let mut parser = Parser::default();
+    let done = transport::read_frames(config, response, Framing::Ndjson, |frame| {
+        parser.line(config, &frame.data, on_event)
+    })
+    .await?;
+    if done {
+        Ok(())
+    } else {
+        Err(transport::stream_error(
+            config,
+            "the connection closed before the reply was complete",
+        ))
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Parser {
+    calls: usize,
+}
+
+impl Parser {
+    pub(super) fn line(
+        &mut self,
+        config: &ProviderConfig,
+        line: &str,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<Flow, LlmError> {
+        let chunk = transport::parse_json(config, line)?;
+        if let Some(error) = chunk.get("error").and_then(Value::as_str) {
+            return Err(transport::stream_error(
+                config,
+                &format!("Ollama reported an error: {error}"),
+            ));
+        }
+        let message = &chunk["message"];
+        if let Some(text) = message.get("content").and_then(Value::as_str)
+            && !text.is_empty()
+        {
+            on_event(StreamEvent::Text(text.to_string()));
+        }
+        for call in message
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let function = &call["function"];
+            let arguments = match &function["arguments"] {
+                Value::String(s) => s.clone(),
+                Value::Null => "{}".to_string(),
+                other => other.to_string(),
+            };
+            let index = self.calls;
+            self.calls += 1;
+            on_event(StreamEvent::ToolCall {
+                index,
+                id: call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .or_else(|| Some(format!("call_{index}"))),
+                name: function
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                arguments,
+            });
+        }
+        if chunk.get("done").and_then(Value::as_bool) == Some(true) {
+            on_event(StreamEvent::Usage {
+                prompt_tokens: chunk["prompt_eval_count"].as_u64().unwrap_or(0),
+                completion_tokens: chunk["eval_count"].as_u64().unwrap_or(0),
+            });
+            return Ok(Flow::Done);
+        }
+        Ok(Flow::More)
+    }
+}
+
+pub(super) async fn list_models(
+    http: &reqwest::Client,
+    config: &ProviderConfig,
+) -> Result<Vec<ModelInfo>, LlmError> {
+    let url = join_url(&config.api_base, "api/tags");
+    let answer = transport::get(http, config, &url, HeaderMap::new()).await?;
+    Ok(model_ids(&answer, "models", "name"))
+}

@@ -1,0 +1,417 @@
+//! What every provider shares: the HTTP client, sending with retries and backoff, turning
+//! HTTP failures into clear errors, and reading a stream as frames (SSE events or NDJSON
+//! lines) with an idle timeout between chunks.
+
+use std::time::Duration;
+
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+
+use super::error::{body_message, shorten};
+use super::{LlmError, LlmErrorKind, ProviderConfig, ProviderKind, StreamEvent};
+
+/// How often and how patiently a failed request is tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Tries after the first one.
+    pub max_retries: u32,
+    /// The wait before the first retry; it doubles each time.
+    pub base_delay: Duration,
+    /// The longest wait, whatever the server's Retry-After says.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 4,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        let backoff = self
+            .base_delay
+            .saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)));
+        retry_after.unwrap_or(backoff).min(self.max_delay)
+    }
+}
+
+pub(crate) fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, LlmError> {
+    // reqwest is built without a default TLS crypto provider; install ring's once. A second
+    // install fails harmlessly.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .user_agent(concat!("oi-tui/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| LlmError::new(LlmErrorKind::Setup, format!("cannot set up HTTP: {e}")))
+}
+
+/// Sends a POST with a JSON body, trying again on 429, 5xx and connection failures.
+pub(crate) async fn post_json(
+    http: &reqwest::Client,
+    config: &ProviderConfig,
+    url: &str,
+    headers: HeaderMap,
+    body: &serde_json::Value,
+    on_event: &mut (dyn FnMut(StreamEvent) + Send),
+) -> Result<reqwest::Response, LlmError> {
+    send_with_retries(config, on_event, || {
+        http.post(url).headers(headers.clone()).json(body)
+    })
+    .await
+}
+
+/// Sends a GET (model lists), with the same retries and errors.
+pub(crate) async fn get(
+    http: &reqwest::Client,
+    config: &ProviderConfig,
+    url: &str,
+    headers: HeaderMap,
+) -> Result<serde_json::Value, LlmError> {
+    let response = send_with_retries(config, &mut |_| {}, || {
+        http.get(url).headers(headers.clone())
+    })
+    .await?;
+    let text = tokio::time::timeout(config.idle_timeout, response.text())
+        .await
+        .map_err(|_| timeout_error(config))?
+        .map_err(|e| stream_error(config, &format!("reading the answer failed: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| {
+        stream_error(
+            config,
+            &format!("the answer is not JSON ({e}): {}", shorten(&text, 120)),
+        )
+    })
+}
+
+async fn send_with_retries(
+    config: &ProviderConfig,
+    on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    build: impl Fn() -> reqwest::RequestBuilder,
+) -> Result<reqwest::Response, LlmError> {
+    let policy = config.retry;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let sent = tokio::time::timeout(config.idle_timeout, build().send()).await;
+        let (reason, retry_after, error) = match sent {
+            Err(_) => return Err(timeout_error(config)),
+            Ok(Ok(response)) if response.status().is_success() => return Ok(response),
+            Ok(Ok(response)) => {
+                let status = response.status();
+                let retry_after = retry_after(response.headers());
+                let body = tokio::time::timeout(Duration::from_secs(10), response.text())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .unwrap_or_default();
+                let error = status_error(config, status, &body, attempt);
+                if !retryable(status) || error.kind == LlmErrorKind::ToolsUnsupported {
+                    return Err(error);
+                }
+                (
+                    format!("{} {}", status.as_u16(), reason_text(status, &body)),
+                    retry_after,
+                    error,
+                )
+            }
+            Ok(Err(e)) => {
+                let error = connect_error(config, &e);
+                if !(e.is_connect() || e.is_request() || e.is_timeout()) {
+                    return Err(error);
+                }
+                (describe_reqwest(&e), None, error)
+            }
+        };
+        if attempt > policy.max_retries {
+            return Err(error);
+        }
+        let delay = policy.delay(attempt, retry_after);
+        on_event(StreamEvent::Retrying {
+            attempt,
+            max: policy.max_retries,
+            delay,
+            reason,
+        });
+        tokio::time::sleep(delay).await;
+    }
+}
+
+fn retryable(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::REQUEST_TIMEOUT
+        || status.is_server_error() && status != StatusCode::NOT_IMPLEMENTED
+}
+
+fn reason_text(status: StatusCode, body: &str) -> String {
+    let message = body_message(body);
+    if message.is_empty() {
+        status.canonical_reason().unwrap_or("").to_string()
+    } else {
+        message
+    }
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is rare from model servers and ignored).
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    let secs: f64 = value.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+fn where_(config: &ProviderConfig) -> String {
+    format!("{} at {}", config.spec.provider, config.api_base)
+}
+
+fn status_error(
+    config: &ProviderConfig,
+    status: StatusCode,
+    body: &str,
+    attempts: u32,
+) -> LlmError {
+    let code = status.as_u16();
+    let message = reason_text(status, body);
+    let at = where_(config);
+    let model = &config.spec.model;
+    match code {
+        401 | 403 => {
+            let check = match config.spec.provider.key_variable() {
+                Some(var) => format!("check the API key ({var} or --api-key)"),
+                None => "check that the server accepts requests from this machine".to_string(),
+            };
+            LlmError::new(
+                LlmErrorKind::Auth,
+                format!("{at} refused the request ({code}: {message}); {check}."),
+            )
+        }
+        404 => {
+            let base_hint = match config.spec.provider {
+                ProviderKind::OpenAi => {
+                    " and that --api-base is right (OpenAI-compatible servers usually want it to end in /v1)"
+                }
+                ProviderKind::Ollama => " and that --api-base is Ollama's address",
+                ProviderKind::Anthropic => " and that --api-base is right",
+            };
+            LlmError::new(
+                LlmErrorKind::NotFound,
+                format!(
+                    "{at} answered 404 for model `{model}` ({message}); check the model name (`oi-tui --list-models` lists what the server offers){base_hint}."
+                ),
+            )
+        }
+        400 | 422 | 500 if mentions_tools(&message) => LlmError::new(
+            LlmErrorKind::ToolsUnsupported,
+            format!("{at} does not accept tools for model `{model}` ({code}: {message})."),
+        ),
+        _ if !retryable(status) => LlmError::new(
+            LlmErrorKind::BadRequest,
+            format!("{at} rejected the request ({code}: {message})."),
+        ),
+        _ => LlmError::new(
+            LlmErrorKind::Server,
+            format!(
+                "{at} kept failing ({code}: {message}) after {attempts} attempt{}; try again later.",
+                if attempts == 1 { "" } else { "s" }
+            ),
+        ),
+    }
+}
+
+/// Whether an error message says that tools (function calling) are the problem.
+fn mentions_tools(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("tool") || m.contains("function call") || m.contains("function_call")
+}
+
+fn connect_error(config: &ProviderConfig, e: &reqwest::Error) -> LlmError {
+    let hint = match config.spec.provider {
+        ProviderKind::Ollama => " Is Ollama running (`ollama serve`)?",
+        _ => " Is the server running, and is --api-base right?",
+    };
+    LlmError::new(
+        LlmErrorKind::Connect,
+        format!(
+            "cannot reach {} ({}).{hint}",
+            where_(config),
+            describe_reqwest(e)
+        ),
+    )
+}
+
+/// The innermost cause of a reqwest error, which is the one that says what happened.
+fn describe_reqwest(e: &reqwest::Error) -> String {
+    let mut source: &dyn std::error::Error = e;
+    while let Some(inner) = source.source() {
+        source = inner;
+    }
+    let inner = source.to_string();
+    if e.is_connect() && !inner.is_empty() {
+        format!("connection failed: {inner}")
+    } else if inner.is_empty() {
+        e.to_string()
+    } else {
+        inner
+    }
+}
+
+pub(crate) fn timeout_error(config: &ProviderConfig) -> LlmError {
+    LlmError::new(
+        LlmErrorKind::Timeout,
+        format!(
+            "{} sent nothing for {} s; the reply so far was kept. A large model on a slow machine may need a longer --idle-timeout.",
+            where_(config),
+            config.idle_timeout.as_secs()
+        ),
+    )
+}
+
+pub(crate) fn stream_error(config: &ProviderConfig, what: &str) -> LlmError {
+    LlmError::new(
+        LlmErrorKind::Stream,
+        format!(
+            "the stream from {} broke: {what}; the reply so far was kept.",
+            where_(config)
+        ),
+    )
+}
+
+/// One unit of a stream: an SSE event (with its type) or an NDJSON line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Frame {
+    pub event: String,
+    pub data: String,
+}
+
+/// Whether to keep reading after a frame.
+pub(crate) enum Flow {
+    More,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Framing {
+    Sse,
+    Ndjson,
+}
+
+/// Reads the response as frames until `handle` says it is done or the stream ends.
+/// Returns whether `handle` said done (a stream that just stops may be cut short).
+pub(crate) async fn read_frames(
+    config: &ProviderConfig,
+    response: reqwest::Response,
+    framing: Framing,
+    mut handle: impl FnMut(Frame) -> Result<Flow, LlmError>,
+) -> Result<bool, LlmError> {
+    let idle = config.idle_timeout;
+    match framing {
+        Framing::Sse => {
+            let mut events = response.bytes_stream().eventsource();
+            loop {
+                let next = tokio::time::timeout(idle, events.next())
+                    .await
+                    .map_err(|_| timeout_error(config))?;
+                let Some(event) = next else {
+                    return Ok(false);
+                };
+                let event = event.map_err(|e| stream_error(config, &e.to_string()))?;
+                if let Flow::Done = handle(Frame {
+                    event: event.event,
+                    data: event.data,
+                })? {
+                    return Ok(true);
+                }
+            }
+        }
+        Framing::Ndjson => {
+            let mut bytes = response.bytes_stream();
+            let mut pending: Vec<u8> = Vec::new();
+            loop {
+                let next = tokio::time::timeout(idle, bytes.next())
+                    .await
+                    .map_err(|_| timeout_error(config))?;
+                let Some(chunk) = next else {
+                    let rest = String::from_utf8_lossy(&pending).trim().to_string();
+                    if !rest.is_empty()
+                        && let Flow::Done = handle(Frame {
+                            event: String::new(),
+                            data: rest,
+                        })?
+                    {
+                        return Ok(true);
+                    }
+                    return Ok(false);
+                };
+                let chunk = chunk.map_err(|e| stream_error(config, &describe_reqwest(&e)))?;
+                pending.extend_from_slice(&chunk);
+                while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
+                    let line: Vec<u8> = pending.drain(..=nl).collect();
+                    let line = String::from_utf8_lossy(&line).trim().to_string();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    if let Flow::Done = handle(Frame {
+                        event: String::new(),
+                        data: line,
+                    })? {
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Parses a frame's JSON, or says clearly that it is not JSON.
+pub(crate) fn parse_json(
+    config: &ProviderConfig,
+    data: &str,
+) -> Result<serde_json::Value, LlmError> {
+    serde_json::from_str(data).map_err(|e| {
+        stream_error(
+            config,
+            &format!("a chunk is not valid JSON ({e}): {}", shorten(data, 120)),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_honours_retry_after_within_the_cap() {
+        let p = RetryPolicy {
+            max_retries: 5,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_secs(1),
+        };
+        assert_eq!(p.delay(1, None), Duration::from_millis(100));
+        assert_eq!(p.delay(2, None), Duration::from_millis(200));
+        assert_eq!(p.delay(3, None), Duration::from_millis(400));
+        assert_eq!(p.delay(9, None), Duration::from_secs(1));
+        assert_eq!(
+            p.delay(1, Some(Duration::from_millis(700))),
+            Duration::from_millis(700)
+        );
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(60))),
+            Duration::from_secs(1)
+        );
+    }
+
+    #[test]
+    fn tool_rejections_are_recognised() {
+        assert!(mentions_tools(
+            "registry.ollama.ai/library/gemma:2b does not support tools"
+        ));
+        assert!(mentions_tools("tools param requires --jinja flag"));
+        assert!(!mentions_tools("context length exceeded"));
+    }
+}

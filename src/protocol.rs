@@ -1,0 +1,202 @@
+//! The contract between the engine and its faces (the TUI, headless mode, the MCP server):
+//! `Op`s go in, `Event`s come out. Plain data, serde-serialisable, so that headless `--json`
+//! output is simply the event stream.
+
+use serde::{Deserialize, Serialize};
+
+use crate::exec::{Language, RunResult};
+
+/// A block's id within a session: 1, 2, 3, ...
+pub type BlockId = u64;
+
+/// What a face asks the engine to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// The person's message: starts a turn.
+    UserMessage { text: String },
+    /// The answer to an `ApprovalNeeded`.
+    Decision {
+        block_id: BlockId,
+        decision: Decision,
+    },
+    /// Stop what runs now: the running block (its kernel survives when it can), or the
+    /// model's stream (what arrived is kept), and end the turn.
+    Interrupt,
+    /// Type into the running block's terminal.
+    Input { data: Vec<u8> },
+    /// The terminal pane's new size.
+    Resize { rows: u16, cols: u16 },
+    /// Stop the engine.
+    Shutdown,
+}
+
+/// What to do with a proposed block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    /// Run it as proposed.
+    Run,
+    /// Run this code instead (the person edited it).
+    Edit { code: String },
+    /// Do not run it; tell the model, with the reason when there is one.
+    Skip { reason: Option<String> },
+    /// Run it, and run every later block of this session without asking.
+    RunAlways,
+    /// Run nothing more, and end the turn.
+    Abort,
+}
+
+/// A block the model proposed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposedBlock {
+    pub id: BlockId,
+    /// The language, as the model named it.
+    pub language_tag: String,
+    /// The language it maps to, if oi-tui knows it.
+    pub language: Option<Language>,
+    pub code: String,
+}
+
+/// Why a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnEnd {
+    /// The model answered without code: the task is done.
+    Done,
+    /// The turn limit was reached.
+    MaxTurns,
+    /// The person interrupted or aborted it.
+    Interrupted,
+    /// Blocks were declined and nobody can approve them.
+    Declined,
+    /// The provider failed (see the `Error` event before it).
+    Error,
+}
+
+/// What kind of failure an `Error` event reports; decides the exit status of headless mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The model provider failed: authentication, an unknown model, a broken stream, ...
+    Provider,
+    /// The configuration is wrong.
+    Config,
+    /// Anything else.
+    Internal,
+}
+
+/// What the engine reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The engine is ready: what it talks to.
+    SessionConfigured {
+        model: String,
+        api_base: String,
+        tools: bool,
+        approval: String,
+        cwd: String,
+    },
+    /// A request to the model begins (one turn may make several).
+    RequestStarted { round: u32 },
+    /// Text from the model, as it streams.
+    AssistantDelta { text: String },
+    /// A block's code as it streams (tool-call arguments), before the block is complete.
+    BlockDelta {
+        index: usize,
+        language_tag: Option<String>,
+        code: String,
+    },
+    /// The model's message is complete.
+    AssistantMessage { text: String },
+    /// A complete block the model proposed.
+    BlockProposed { block: ProposedBlock, of: usize },
+    /// The block waits for a `Decision`.
+    ApprovalNeeded { block_id: BlockId },
+    /// The block will not run.
+    BlockSkipped {
+        block_id: BlockId,
+        reason: Option<String>,
+    },
+    /// The block starts running (with the code that runs, edited or not).
+    ExecStarted {
+        block_id: BlockId,
+        language: Language,
+        code: String,
+        edited: bool,
+    },
+    /// Bytes from the running block's terminal, as they arrive.
+    ExecOutput {
+        block_id: BlockId,
+        #[serde(with = "lossy_bytes")]
+        data: Vec<u8>,
+    },
+    /// The block ended.
+    ExecFinished {
+        block_id: BlockId,
+        result: RunResult,
+    },
+    /// The request failed and will be tried again.
+    Retry {
+        attempt: u32,
+        max: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+    /// Something the person should know that is not an error.
+    Notice { message: String },
+    /// Token counts the provider reported.
+    Usage {
+        prompt_tokens: u64,
+        completion_tokens: u64,
+    },
+    /// Something failed.
+    Error { kind: ErrorKind, message: String },
+    /// The turn is over.
+    TurnFinished { end: TurnEnd },
+}
+
+/// Output bytes travel as bytes in the process and as (lossy) text in JSON.
+mod lossy_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&String::from_utf8_lossy(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        Ok(String::deserialize(d)?.into_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialise_as_tagged_json() {
+        let e = Event::ExecOutput {
+            block_id: 3,
+            data: b"hi\xff".to_vec(),
+        };
+        let json = serde_json::to_string(&e).unwrap();
+        assert_eq!(
+            json,
+            "{\"event\":\"exec_output\",\"block_id\":3,\"data\":\"hi\u{fffd}\"}"
+        );
+        let op: Op = serde_json::from_str(
+            r#"{"op":"decision","block_id":2,"decision":{"decision":"skip","reason":"no"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            op,
+            Op::Decision {
+                block_id: 2,
+                decision: Decision::Skip {
+                    reason: Some("no".into())
+                }
+            }
+        );
+    }
+}
