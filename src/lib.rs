@@ -3,6 +3,7 @@
 //! face.
 
 pub mod cli;
+pub mod engine;
 pub mod exec;
 pub mod llm;
 pub mod protocol;

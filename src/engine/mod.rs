@@ -1,0 +1,207 @@
+//! The engine: the agent loop behind every face. It takes `Op`s and emits `Event`s
+//! (src/protocol.rs); it owns the conversation, the provider client, the approval gate and
+//! the kernels. It knows nothing of terminals or widgets.
+//!
+//! State machine of a turn: the user's message goes into the history; each round sends the
+//! (trimmed) history to the model and streams the reply; the reply's blocks (tool calls, or
+//! fenced blocks when tools are off) pass the approval gate one by one and run; their
+//! results go back into the history; the next round follows, until the model answers
+//! without code, the round limit is reached, the person interrupts, or the provider fails.
+
+mod fences;
+mod history;
+mod memory;
+mod prompt;
+mod reply;
+mod turn;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::exec::{KernelConfig, Kernels, Language};
+use crate::llm::{Client, LlmError, Message, ProviderConfig};
+use crate::protocol::{BlockId, Event, Op};
+
+pub use fences::{Fence, all_fences, runnable_fences};
+pub use history::{estimate_tokens, fit};
+
+/// When blocks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// Ask for each block.
+    Ask,
+    /// Run every block without asking.
+    Auto,
+    /// Run nothing: nobody is there to approve.
+    Deny,
+}
+
+impl Approval {
+    pub fn name(self) -> &'static str {
+        match self {
+            Approval::Ask => "ask",
+            Approval::Auto => "auto-run",
+            Approval::Deny => "no approval possible",
+        }
+    }
+}
+
+/// Everything the engine needs to know.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub provider: ProviderConfig,
+    /// Offer the `execute` tool (else fenced blocks are the proposals).
+    pub tools: bool,
+    pub approval: Approval,
+    /// Replaces the built-in system prompt.
+    pub system_message: Option<String>,
+    /// Added to the system prompt.
+    pub custom_instructions: Option<String>,
+    /// The context window, in tokens, the history is trimmed to.
+    pub context_window: u32,
+    /// Whether the context window was set by the user (and so is sent to servers that take
+    /// it per request).
+    pub context_window_set: bool,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    /// Model rounds allowed for one user message.
+    pub max_turns: u32,
+    /// Stop a block that runs longer.
+    pub block_timeout: Option<Duration>,
+    /// Nobody can type into a running block: reads from its terminal see end-of-file.
+    pub stdin_eof: bool,
+    pub kernels: KernelConfig,
+    /// Where oi-tui keeps what it learns (such as models that reject tools).
+    pub data_dir: Option<PathBuf>,
+}
+
+/// The running engine, as a face holds it.
+pub struct EngineHandle {
+    pub ops: mpsc::UnboundedSender<Op>,
+    pub events: mpsc::UnboundedReceiver<Event>,
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+/// Starts the engine on the current tokio runtime.
+pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
+    let client = Client::new(config.provider.clone())?;
+    let (ops_tx, ops_rx) = mpsc::unbounded_channel();
+    let (events_tx, events_rx) = mpsc::unbounded_channel();
+    let kernels = Arc::new(Kernels::new(config.kernels.clone()));
+    let available: Vec<Language> = Language::ALL
+        .into_iter()
+        .filter(|l| !l.runs_in_kernel() || l.locate().is_some())
+        .collect();
+    let facts = prompt::Facts::gather(&config.kernels.cwd, available);
+    let memory = memory::Memory::new(config.data_dir.as_deref());
+    let engine = Engine {
+        tools: config.tools,
+        approval: config.approval,
+        config,
+        client,
+        kernels,
+        facts,
+        memory,
+        history: Vec::new(),
+        next_block: 1,
+        events: events_tx,
+        ops: ops_rx,
+        ops_closed: false,
+        queued: VecDeque::new(),
+        shutdown: false,
+    };
+    let task = tokio::spawn(engine.run());
+    Ok(EngineHandle {
+        ops: ops_tx,
+        events: events_rx,
+        task,
+    })
+}
+
+struct Engine {
+    config: EngineConfig,
+    client: Client,
+    kernels: Arc<Kernels>,
+    facts: prompt::Facts,
+    memory: memory::Memory,
+    history: Vec<Message>,
+    tools: bool,
+    approval: Approval,
+    next_block: BlockId,
+    events: mpsc::UnboundedSender<Event>,
+    ops: mpsc::UnboundedReceiver<Op>,
+    /// Every sender of ops is gone: stop listening.
+    ops_closed: bool,
+    /// Messages that arrived during a turn, sent when it ends.
+    queued: VecDeque<String>,
+    shutdown: bool,
+}
+
+impl Engine {
+    async fn run(mut self) {
+        if self.tools
+            && self
+                .memory
+                .rejects_tools(&self.client.config().spec, &self.client.config().api_base)
+        {
+            self.tools = false;
+            self.emit(Event::Notice {
+                message: format!(
+                    "{} rejected tools before, so code is proposed as fenced blocks.",
+                    self.client.config().spec
+                ),
+            });
+        }
+        let provider = self.client.config();
+        self.emit(Event::SessionConfigured {
+            model: provider.spec.to_string(),
+            api_base: provider.api_base.clone(),
+            tools: self.tools,
+            approval: self.approval.name().to_string(),
+            cwd: self.config.kernels.cwd.display().to_string(),
+        });
+        while !self.shutdown {
+            let op = match self.queued.pop_front() {
+                Some(text) => Op::UserMessage { text },
+                None if self.ops_closed => break,
+                None => match self.ops.recv().await {
+                    Some(op) => op,
+                    None => break,
+                },
+            };
+            match op {
+                Op::UserMessage { text } => self.turn(text).await,
+                Op::Shutdown => break,
+                other => self.side_op(other),
+            }
+        }
+        self.kernels.shutdown().await;
+    }
+
+    fn emit(&self, event: Event) {
+        let _ = self.events.send(event);
+    }
+
+    /// Ops that need no turn: input and resize reach the kernels; the rest is stale.
+    fn side_op(&mut self, op: Op) {
+        side_op(&self.kernels, &mut self.queued, &mut self.shutdown, op);
+    }
+}
+
+/// What an op that arrives in the middle of something does, as a function of the parts it
+/// touches (so that it can run while the stream or the block borrows the engine).
+fn side_op(kernels: &Kernels, queued: &mut VecDeque<String>, shutdown: &mut bool, op: Op) {
+    match op {
+        Op::Input { data } => {
+            let _ = kernels.write_input(&data);
+        }
+        Op::Resize { rows, cols } => kernels.resize(rows, cols),
+        Op::UserMessage { text } => queued.push_back(text),
+        Op::Shutdown => *shutdown = true,
+        Op::Interrupt | Op::Decision { .. } => {}
+    }
+}

@@ -1,0 +1,166 @@
+//! The system prompt: `assets/system_prompt.md` filled with facts about this machine, or the
+//! user's own (`--system-message`), plus their `--custom-instructions`.
+
+use crate::exec::Language;
+
+const TEMPLATE: &str = include_str!("../../assets/system_prompt.md");
+
+const TOOL_INSTRUCTIONS: &str = "To run code, call the `execute` tool with the language and the code: one block per call. Its result is the block's output and exit status.";
+
+const FENCE_INSTRUCTIONS: &str = "To run code, write it in a fenced code block tagged with its language, for example:\n```python\nprint(\"hello\")\n```\nEvery fenced block tagged with a language you can run is proposed to the user and run in order; after your message you get each block's output. Use an untagged fence (or `text`) for anything that must not run.";
+
+/// Facts about the machine that go into the prompt.
+#[derive(Debug, Clone)]
+pub struct Facts {
+    pub os: String,
+    pub cwd: String,
+    pub shell: String,
+    pub user: String,
+    pub date: String,
+    pub languages: Vec<Language>,
+}
+
+impl Facts {
+    /// Reads the facts from this machine. `path` is the kernels' PATH, which decides which
+    /// languages are available.
+    pub fn gather(cwd: &std::path::Path, languages: Vec<Language>) -> Facts {
+        Facts {
+            os: os_name(),
+            cwd: cwd.display().to_string(),
+            shell: std::env::var("SHELL").unwrap_or_else(|_| "bash".into()),
+            user: std::env::var("USER")
+                .or_else(|_| std::env::var("LOGNAME"))
+                .unwrap_or_else(|_| "unknown".into()),
+            date: today(),
+            languages,
+        }
+    }
+}
+
+/// The system prompt for a request.
+pub fn system_prompt(
+    facts: &Facts,
+    tools: bool,
+    system_message: Option<&str>,
+    custom_instructions: Option<&str>,
+) -> String {
+    let mut prompt = match system_message {
+        Some(own) => own.to_string(),
+        None => {
+            let languages = facts
+                .languages
+                .iter()
+                .map(|l| l.name())
+                .collect::<Vec<_>>()
+                .join(", ");
+            TEMPLATE
+                .replace(
+                    "{code_instructions}",
+                    if tools {
+                        TOOL_INSTRUCTIONS
+                    } else {
+                        FENCE_INSTRUCTIONS
+                    },
+                )
+                .replace("{os}", &facts.os)
+                .replace("{cwd}", &facts.cwd)
+                .replace("{shell}", &facts.shell)
+                .replace("{user}", &facts.user)
+                .replace("{date}", &facts.date)
+                .replace("{languages}", &languages)
+        }
+    };
+    if let Some(extra) = custom_instructions.filter(|s| !s.trim().is_empty()) {
+        prompt.push_str("\n\nThe user's own instructions:\n");
+        prompt.push_str(extra.trim());
+        prompt.push('\n');
+    }
+    prompt
+}
+
+fn os_name() -> String {
+    let pretty = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_string())
+        });
+    match pretty {
+        Some(name) => format!(
+            "{name} ({}, {})",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        ),
+        None => format!("{} ({})", std::env::consts::OS, std::env::consts::ARCH),
+    }
+}
+
+/// Today's local date as YYYY-MM-DD.
+fn today() -> String {
+    // SAFETY: time(2) and localtime_r(3) write into locals we own.
+    unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now, &mut tm).is_null() {
+            return "unknown".to_string();
+        }
+        format!(
+            "{:04}-{:02}-{:02}",
+            tm.tm_year + 1900,
+            tm.tm_mon + 1,
+            tm.tm_mday
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts() -> Facts {
+        Facts {
+            os: "TestOS".into(),
+            cwd: "/work/here".into(),
+            shell: "/bin/zsh".into(),
+            user: "ada".into(),
+            date: "2026-11-30".into(),
+            languages: vec![Language::Python, Language::Shell],
+        }
+    }
+
+    #[test]
+    fn the_prompt_carries_the_facts_and_the_mode() {
+        let p = system_prompt(&facts(), true, None, None);
+        for needle in [
+            "TestOS",
+            "/work/here",
+            "/bin/zsh",
+            "ada",
+            "2026-11-30",
+            "python, shell",
+            "`execute` tool",
+        ] {
+            assert!(p.contains(needle), "{needle}");
+        }
+        assert!(!p.contains('{') || !p.contains("{os}"));
+        let p = system_prompt(&facts(), false, None, Some("Answer in French."));
+        assert!(p.contains("fenced code block"));
+        assert!(p.ends_with("Answer in French.\n"));
+    }
+
+    #[test]
+    fn an_own_system_message_replaces_the_template() {
+        let p = system_prompt(&facts(), true, Some("Be terse."), Some("Use metric units."));
+        assert!(p.starts_with("Be terse."));
+        assert!(!p.contains("TestOS"));
+        assert!(p.contains("Use metric units."));
+    }
+
+    #[test]
+    fn the_date_looks_like_a_date() {
+        let d = today();
+        assert_eq!(d.len(), 10);
+        assert_eq!(&d[4..5], "-");
+    }
+}

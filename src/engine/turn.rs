@@ -1,0 +1,563 @@
+//! One turn: rounds of request, streamed reply, approval and execution, until the model
+//! answers without code or something stops it.
+
+use crate::exec::{Block, Language, RunResult};
+use crate::llm::tool::{self, partial_string_field};
+use crate::llm::{ChatRequest, LlmError, LlmErrorKind, Message, StreamEvent, ToolCall};
+use crate::protocol::{BlockId, Decision, ErrorKind, Event, Op, ProposedBlock, TurnEnd};
+
+use super::reply::Reply;
+use super::{Approval, Engine, fences, history, prompt, side_op};
+
+/// How a streamed reply ended.
+enum Streamed {
+    Complete(Reply),
+    Failed(Reply, LlmError),
+    Interrupted(Reply),
+}
+
+/// A block of the reply, as it will be decided and reported.
+struct Proposal {
+    block: ProposedBlock,
+    /// The tool call it came from (tool mode).
+    call_id: Option<String>,
+    /// Why it cannot run at all (unknown language, unreadable arguments).
+    invalid: Option<String>,
+}
+
+/// What became of one proposal: the text the model gets.
+struct Outcome {
+    call_id: Option<String>,
+    block: ProposedBlock,
+    text: String,
+}
+
+const NO_APPROVAL: &str = "Not run: nobody can approve code here (oi-tui is running without a terminal and without --auto-run). Do not propose more code; say what you would run, and why, instead.";
+const STOPPED: &str = "Not run: the user stopped the turn before this block.";
+
+impl Engine {
+    pub(super) async fn turn(&mut self, text: String) {
+        self.history.push(Message::user(text));
+        let mut declined_before = false;
+        let mut fell_back = false;
+        let mut round = 0;
+        loop {
+            if round >= self.config.max_turns {
+                self.emit(Event::Notice {
+                    message: format!(
+                        "Stopped after {} model rounds (--max-turns {}); send a message to go on.",
+                        round, self.config.max_turns
+                    ),
+                });
+                return self.finish(TurnEnd::MaxTurns);
+            }
+            round += 1;
+            self.emit(Event::RequestStarted { round });
+            let request = self.request();
+            let reply = match self.stream_reply(&request).await {
+                Streamed::Complete(reply) => reply,
+                Streamed::Interrupted(reply) => {
+                    self.keep_partial(&reply);
+                    return self.finish(TurnEnd::Interrupted);
+                }
+                Streamed::Failed(reply, error) => {
+                    let untouched = reply.text.is_empty() && reply.tool_calls(round).is_empty();
+                    if error.kind == LlmErrorKind::ToolsUnsupported
+                        && self.tools
+                        && untouched
+                        && !fell_back
+                    {
+                        fell_back = true;
+                        self.fall_back_to_fences(&error);
+                        round -= 1;
+                        continue;
+                    }
+                    self.keep_partial(&reply);
+                    self.emit(Event::Error {
+                        kind: ErrorKind::Provider,
+                        message: error.message,
+                    });
+                    return self.finish(TurnEnd::Error);
+                }
+            };
+
+            let calls = if self.tools {
+                reply.tool_calls(round)
+            } else {
+                Vec::new()
+            };
+            self.emit(Event::AssistantMessage {
+                text: reply.text.clone(),
+            });
+            self.history
+                .push(Message::assistant(reply.text.clone(), calls.clone()));
+            let proposals = self.proposals(&reply, &calls);
+            if proposals.is_empty() {
+                return self.finish(TurnEnd::Done);
+            }
+            if self.approval == Approval::Deny && declined_before {
+                // Declined once already and the model insists: nothing more can happen.
+                let outcomes = proposals
+                    .into_iter()
+                    .map(|p| self.skip(p, NO_APPROVAL.to_string()))
+                    .collect();
+                self.record(outcomes);
+                return self.finish(TurnEnd::Declined);
+            }
+
+            let count = proposals.len();
+            let mut outcomes = Vec::with_capacity(count);
+            let mut stopped = false;
+            for proposal in proposals {
+                if stopped {
+                    outcomes.push(self.skip(proposal, STOPPED.to_string()));
+                    continue;
+                }
+                self.emit(Event::BlockProposed {
+                    block: proposal.block.clone(),
+                    of: count,
+                });
+                let (outcome, stop) = self.handle(proposal).await;
+                outcomes.push(outcome);
+                stopped = stop || self.shutdown;
+            }
+            self.record(outcomes);
+            if stopped {
+                return self.finish(TurnEnd::Interrupted);
+            }
+            if self.approval == Approval::Deny {
+                declined_before = true;
+            }
+        }
+    }
+
+    fn finish(&mut self, end: TurnEnd) {
+        self.emit(Event::TurnFinished { end });
+    }
+
+    /// Keeps what streamed before an interrupt or a failure, so that nothing on screen is
+    /// lost; unfinished tool calls are dropped (they cannot be answered).
+    fn keep_partial(&mut self, reply: &Reply) {
+        if !reply.text.is_empty() {
+            self.emit(Event::AssistantMessage {
+                text: reply.text.clone(),
+            });
+            self.history
+                .push(Message::assistant(reply.text.clone(), Vec::new()));
+        }
+    }
+
+    fn fall_back_to_fences(&mut self, error: &LlmError) {
+        self.tools = false;
+        let spec = self.client.config().spec.clone();
+        let base = self.client.config().api_base.clone();
+        let saved = self.memory.remember_rejects_tools(&spec, &base);
+        let mut message = format!(
+            "{} Falling back to fenced code blocks for this model (remembered for next time).",
+            error.message
+        );
+        if let Err(why) = saved {
+            message.push_str(&format!(" ({why})"));
+        }
+        self.emit(Event::Notice { message });
+    }
+
+    fn request(&mut self) -> ChatRequest {
+        let system = prompt::system_prompt(
+            &self.facts,
+            self.tools,
+            self.config.system_message.as_deref(),
+            self.config.custom_instructions.as_deref(),
+        );
+        let window = self.config.context_window as usize;
+        let reserve = self
+            .config
+            .max_tokens
+            .map_or(window / 4, |m| m as usize)
+            .min(window / 2);
+        let budget = window.saturating_sub(reserve + history::estimate_tokens(&system));
+        let (messages, dropped) = history::fit(&self.history, budget);
+        if dropped > 0 {
+            self.emit(Event::Notice {
+                message: format!(
+                    "The conversation is longer than the context window ({window} tokens): the {dropped} oldest messages were left out of this request."
+                ),
+            });
+        }
+        ChatRequest {
+            system,
+            messages,
+            tools: self.tools,
+            max_tokens: self.config.max_tokens,
+            temperature: self.config.temperature,
+            context_window: self
+                .config
+                .context_window_set
+                .then_some(self.config.context_window),
+        }
+    }
+
+    async fn stream_reply(&mut self, request: &ChatRequest) -> Streamed {
+        let mut reply = Reply::default();
+        let events = self.events.clone();
+        let mut on_event = |event: StreamEvent| {
+            match &event {
+                StreamEvent::Text(text) => {
+                    let _ = events.send(Event::AssistantDelta { text: text.clone() });
+                }
+                StreamEvent::Usage {
+                    prompt_tokens,
+                    completion_tokens,
+                } => {
+                    let _ = events.send(Event::Usage {
+                        prompt_tokens: *prompt_tokens,
+                        completion_tokens: *completion_tokens,
+                    });
+                }
+                StreamEvent::Retrying {
+                    attempt,
+                    max,
+                    delay,
+                    reason,
+                } => {
+                    let _ = events.send(Event::Retry {
+                        attempt: *attempt,
+                        max: *max,
+                        delay_ms: delay.as_millis() as u64,
+                        reason: reason.clone(),
+                    });
+                }
+                StreamEvent::ToolCall { .. } => {}
+            }
+            if let Some(index) = reply.apply(&event) {
+                let arguments = reply.arguments(index);
+                if let Some(code) = partial_string_field(arguments, "code") {
+                    let _ = events.send(Event::BlockDelta {
+                        index,
+                        language_tag: partial_string_field(arguments, "language"),
+                        code,
+                    });
+                }
+            }
+        };
+        let result = {
+            let stream = self.client.stream(request, &mut on_event);
+            tokio::pin!(stream);
+            loop {
+                tokio::select! {
+                    result = &mut stream => break Some(result),
+                    op = self.ops.recv(), if !self.ops_closed => match op {
+                        Some(Op::Interrupt) => break None,
+                        None => {
+                            self.ops_closed = true;
+                            break None;
+                        }
+                        Some(op) => {
+                            let stop = matches!(op, Op::Shutdown);
+                            side_op(&self.kernels, &mut self.queued, &mut self.shutdown, op);
+                            if stop {
+                                break None;
+                            }
+                        }
+                    },
+                }
+            }
+        };
+        match result {
+            Some(Ok(())) => Streamed::Complete(reply),
+            Some(Err(error)) => Streamed::Failed(reply, error),
+            None => Streamed::Interrupted(reply),
+        }
+    }
+
+    /// The reply's blocks, in order: its tool calls, or its fenced blocks when tools are off.
+    fn proposals(&mut self, reply: &Reply, calls: &[ToolCall]) -> Vec<Proposal> {
+        let mut proposals = Vec::new();
+        if self.tools {
+            for call in calls {
+                let id = self.take_block_id();
+                let (tag, code, invalid) = if call.name != tool::TOOL_NAME {
+                    (
+                        String::new(),
+                        String::new(),
+                        Some(format!(
+                            "Error: there is no tool `{}`; the only tool is `{}`.",
+                            call.name,
+                            tool::TOOL_NAME
+                        )),
+                    )
+                } else {
+                    match tool::parse_arguments(&call.arguments) {
+                        Ok((language, code)) => (language, code, None),
+                        Err(why) => (String::new(), String::new(), Some(format!("Error: {why}."))),
+                    }
+                };
+                proposals.push(self.proposal(id, tag, code, Some(call.id.clone()), invalid));
+            }
+        } else {
+            for fence in fences::runnable_fences(&reply.text) {
+                let id = self.take_block_id();
+                proposals.push(self.proposal(id, fence.tag, fence.code, None, None));
+            }
+        }
+        proposals
+    }
+
+    fn proposal(
+        &self,
+        id: BlockId,
+        tag: String,
+        code: String,
+        call_id: Option<String>,
+        invalid: Option<String>,
+    ) -> Proposal {
+        let language = Language::parse(&tag);
+        let invalid = invalid.or_else(|| {
+            language.is_none().then(|| {
+                format!(
+                    "Not run: oi-tui cannot run `{tag}` code. It runs: {}.",
+                    self.facts
+                        .languages
+                        .iter()
+                        .map(|l| l.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+        });
+        Proposal {
+            block: ProposedBlock {
+                id,
+                language_tag: tag,
+                language,
+                code,
+            },
+            call_id,
+            invalid,
+        }
+    }
+
+    fn take_block_id(&mut self) -> BlockId {
+        let id = self.next_block;
+        self.next_block += 1;
+        id
+    }
+
+    fn skip(&self, proposal: Proposal, reason: String) -> Outcome {
+        self.emit(Event::BlockSkipped {
+            block_id: proposal.block.id,
+            reason: Some(reason.clone()),
+        });
+        Outcome {
+            call_id: proposal.call_id,
+            block: proposal.block,
+            text: reason,
+        }
+    }
+
+    /// Decides and runs one block. Returns its outcome and whether the turn must stop.
+    async fn handle(&mut self, proposal: Proposal) -> (Outcome, bool) {
+        if let Some(why) = proposal.invalid.clone() {
+            return (self.skip(proposal, why), false);
+        }
+        let Some(language) = proposal.block.language else {
+            return (self.skip(proposal, STOPPED.to_string()), true);
+        };
+        let decision = self.decide(proposal.block.id).await;
+        let (code, edited) = match decision {
+            Decision::Run => (proposal.block.code.clone(), false),
+            Decision::RunAlways => {
+                self.approval = Approval::Auto;
+                self.emit(Event::Notice {
+                    message:
+                        "Auto-run is on: the rest of this session's blocks run without asking."
+                            .to_string(),
+                });
+                (proposal.block.code.clone(), false)
+            }
+            Decision::Edit { code } => {
+                let edited = code != proposal.block.code;
+                (code, edited)
+            }
+            Decision::Skip { reason } => {
+                let text = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+                    Some(r) => {
+                        format!("The user skipped this block; it did not run. Their reason: {r}")
+                    }
+                    None => "The user skipped this block; it did not run.".to_string(),
+                };
+                let outcome = Outcome {
+                    call_id: proposal.call_id,
+                    block: proposal.block,
+                    text,
+                };
+                self.emit(Event::BlockSkipped {
+                    block_id: outcome.block.id,
+                    reason,
+                });
+                return (outcome, false);
+            }
+            Decision::Abort => return (self.skip(proposal, STOPPED.to_string()), true),
+        };
+        let (result, interrupted) = self
+            .execute(proposal.block.id, language, code.clone(), edited)
+            .await;
+        let mut text = String::new();
+        if edited {
+            text.push_str("The user edited the block before running it. The code that ran:\n");
+            text.push_str(&fenced(language.name(), &code));
+            text.push_str("\nIts output:\n");
+        }
+        text.push_str(&result.for_model());
+        (
+            Outcome {
+                call_id: proposal.call_id,
+                block: proposal.block,
+                text,
+            },
+            interrupted,
+        )
+    }
+
+    /// The approval gate.
+    async fn decide(&mut self, block_id: BlockId) -> Decision {
+        match self.approval {
+            Approval::Auto => return Decision::Run,
+            Approval::Deny => {
+                return Decision::Skip {
+                    reason: Some(NO_APPROVAL.to_string()),
+                };
+            }
+            Approval::Ask => {}
+        }
+        self.emit(Event::ApprovalNeeded { block_id });
+        loop {
+            if self.ops_closed {
+                return Decision::Abort;
+            }
+            match self.ops.recv().await {
+                Some(Op::Decision {
+                    block_id: id,
+                    decision,
+                }) if id == block_id => return decision,
+                Some(Op::Interrupt) => return Decision::Abort,
+                None => {
+                    self.ops_closed = true;
+                    return Decision::Abort;
+                }
+                Some(op) => {
+                    side_op(&self.kernels, &mut self.queued, &mut self.shutdown, op);
+                    if self.shutdown {
+                        return Decision::Abort;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs a block, streaming its output as events; an interrupt reaches the kernel.
+    async fn execute(
+        &mut self,
+        block_id: BlockId,
+        language: Language,
+        code: String,
+        edited: bool,
+    ) -> (RunResult, bool) {
+        self.emit(Event::ExecStarted {
+            block_id,
+            language,
+            code: code.clone(),
+            edited,
+        });
+        let block = Block {
+            language,
+            code,
+            timeout: self.config.block_timeout,
+            stdin_eof: self.config.stdin_eof,
+        };
+        let events = self.events.clone();
+        let mut sink = move |bytes: &[u8]| {
+            let _ = events.send(Event::ExecOutput {
+                block_id,
+                data: bytes.to_vec(),
+            });
+        };
+        let kernels = self.kernels.clone();
+        let mut interrupted = false;
+        let result = {
+            let run = kernels.run(&block, &mut sink);
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    result = &mut run => break result,
+                    op = self.ops.recv(), if !self.ops_closed => match op {
+                        Some(Op::Interrupt) => {
+                            interrupted = true;
+                            kernels.interrupt();
+                        }
+                        None => {
+                            self.ops_closed = true;
+                            interrupted = true;
+                            kernels.interrupt();
+                        }
+                        Some(op) => {
+                            side_op(&kernels, &mut self.queued, &mut self.shutdown, op);
+                            if self.shutdown {
+                                interrupted = true;
+                                kernels.interrupt();
+                            }
+                        }
+                    },
+                }
+            }
+        };
+        self.emit(Event::ExecFinished {
+            block_id,
+            result: result.clone(),
+        });
+        (result, interrupted)
+    }
+
+    /// Puts the outcomes into the history: tool results in tool mode, one user message in
+    /// fence mode.
+    fn record(&mut self, outcomes: Vec<Outcome>) {
+        if outcomes.is_empty() {
+            return;
+        }
+        if outcomes.iter().all(|o| o.call_id.is_some()) {
+            for o in outcomes {
+                if let Some(id) = o.call_id {
+                    self.history.push(Message::tool_result(id, o.text));
+                }
+            }
+            return;
+        }
+        let count = outcomes.len();
+        let mut text = String::new();
+        for (i, o) in outcomes.iter().enumerate() {
+            if i > 0 {
+                text.push('\n');
+            }
+            let name = match o.block.language {
+                Some(language) => language.name().to_string(),
+                None => o.block.language_tag.clone(),
+            };
+            if count > 1 {
+                text.push_str(&format!("Block {} of {count} ({name}):\n", i + 1));
+            } else {
+                text.push_str(&format!("The {name} block:\n"));
+            }
+            text.push_str(&o.text);
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+        self.history.push(Message::user(text));
+    }
+}
+
+fn fenced(tag: &str, code: &str) -> String {
+    let longest = code.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}{tag}\n{code}\n{fence}\n")
+}
