@@ -13,7 +13,112 @@ use clap::{Args, Parser, Subcommand};
 )]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub options: Options,
+}
+
+/// The options of the model loop (headless `--task`, and the workbench).
+#[derive(Debug, Args, Default)]
+pub struct Options {
+    /// Run this task headless, printing a transcript; `-` reads the task from standard input.
+    #[arg(long, value_name = "TEXT")]
+    pub task: Option<String>,
+    /// With --task: print the engine's events as JSON Lines instead of the transcript.
+    #[arg(long)]
+    pub json: bool,
+    /// Run every proposed block without asking.
+    #[arg(short = 'y', long = "auto-run")]
+    pub auto_run: bool,
+    /// The model, as provider/name: openai/NAME, ollama/NAME or anthropic/NAME.
+    #[arg(short, long, value_name = "PROVIDER/NAME")]
+    pub model: Option<String>,
+    /// The server's base URL (OpenAI-compatible servers: usually ending in /v1).
+    #[arg(long, value_name = "URL")]
+    pub api_base: Option<String>,
+    /// The API key (else OPENAI_API_KEY or ANTHROPIC_API_KEY).
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// Do not offer the model the execute tool: take fenced code blocks from its text.
+    #[arg(long)]
+    pub no_tools: bool,
+    /// Replace the built-in system prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub system_message: Option<String>,
+    /// Add instructions to the system prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub custom_instructions: Option<String>,
+    /// The model's context window in tokens; the history is trimmed to fit.
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u32>,
+    /// The most tokens one reply may have.
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature, 0 to 2.
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f32>,
+    /// Model rounds allowed for one message (default 30).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Stop any block that runs longer than this many seconds.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// The directory the kernels run in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// The config file (default: the platform one, such as ~/.config/oi-tui/config.toml).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Use the [profiles.NAME] section of the config file.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Where oi-tui keeps its data (default: the platform data directory).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Seconds to wait for the model server to accept a connection (default 10).
+    #[arg(long, value_name = "SECS")]
+    pub connect_timeout: Option<f64>,
+    /// Seconds the model server may stay silent before a reply is given up (default 300).
+    #[arg(long, value_name = "SECS")]
+    pub idle_timeout: Option<f64>,
+    /// Times a failed request to the model server is tried again (default 4).
+    #[arg(long, value_name = "N")]
+    pub max_retries: Option<u32>,
+    /// List the configured provider's models, or, with none configured, what the usual
+    /// local servers (Ollama, llama.cpp, LM Studio) offer.
+    #[arg(long)]
+    pub list_models: bool,
+}
+
+impl Options {
+    /// The settings these flags carry, for merging with the config file and environment.
+    pub fn flag_settings(&self) -> crate::config::FlagSettings {
+        crate::config::FlagSettings {
+            config: self.config.clone(),
+            profile: self.profile.clone(),
+            no_tools: self.no_tools,
+            settings: crate::config::FileSettings {
+                model: self.model.clone(),
+                api_base: self.api_base.clone(),
+                api_key: self.api_key.clone(),
+                auto_run: self.auto_run.then_some(true),
+                tools: None,
+                system_message: self.system_message.clone(),
+                custom_instructions: self.custom_instructions.clone(),
+                context_window: self.context_window,
+                max_tokens: self.max_tokens,
+                temperature: self.temperature,
+                max_turns: self.max_turns,
+                timeout: self.timeout,
+                cwd: self.cwd.clone(),
+                data_dir: self.data_dir.clone(),
+                connect_timeout: self.connect_timeout,
+                idle_timeout: self.idle_timeout,
+                max_output: None,
+                max_retries: self.max_retries,
+            },
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

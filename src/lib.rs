@@ -3,9 +3,12 @@
 //! face.
 
 pub mod cli;
+pub mod config;
 pub mod engine;
 pub mod exec;
+pub mod headless;
 pub mod llm;
+pub mod models;
 pub mod protocol;
 pub mod run;
 pub mod shutdown;

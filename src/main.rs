@@ -1,10 +1,16 @@
 //! The `oi-tui` binary: parse the arguments, pick a face, nothing else.
 
+use std::io::Read;
+
 use clap::Parser;
 
-use oi_tui::cli::{Cli, Command};
+use oi_tui::cli::{Cli, Command, Options};
 use oi_tui::exec::Language;
-use oi_tui::shutdown;
+use oi_tui::{config, headless, models, shutdown};
+
+/// Exit statuses: 1 for provider or config errors, 2 for usage errors.
+const CONFIG_ERROR: i32 = 1;
+const USAGE_ERROR: i32 = 2;
 
 fn main() {
     let cli = Cli::parse();
@@ -22,21 +28,62 @@ fn main() {
     };
     let status = runtime.block_on(async {
         match cli.command {
-            Command::Run(args) => oi_tui::run::run(args).await,
-            Command::Languages => {
+            Some(Command::Run(args)) => match oi_tui::run::run(args).await {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("oi-tui: {e:#}");
+                    USAGE_ERROR
+                }
+            },
+            Some(Command::Languages) => {
                 languages();
-                Ok(0)
+                0
             }
+            None => model_loop(cli.options).await,
         }
     });
-    match status {
-        Ok(code) => shutdown::exit(code),
-        Err(e) => {
-            shutdown::restore_terminal();
-            eprintln!("oi-tui: {e:#}");
-            shutdown::exit(2);
-        }
+    shutdown::exit(status)
+}
+
+async fn model_loop(options: Options) -> i32 {
+    if options.json && options.task.is_none() {
+        eprintln!("oi-tui: --json goes with --task");
+        return USAGE_ERROR;
     }
+    let settings = match config::load(&options.flag_settings(), &|k| std::env::var(k).ok()) {
+        Ok(settings) => settings,
+        Err(message) => {
+            eprintln!("oi-tui: {message}");
+            return CONFIG_ERROR;
+        }
+    };
+    for warning in &settings.warnings {
+        eprintln!("oi-tui: warning: {warning}");
+    }
+    if options.list_models {
+        return models::list(&settings).await;
+    }
+    let Some(task) = options.task else {
+        eprintln!(
+            "oi-tui: the full-screen workbench is not built yet. Run a task headless with --task \"...\", or try the kernels with `oi-tui run`. See oi-tui --help."
+        );
+        return USAGE_ERROR;
+    };
+    let task = if task == "-" {
+        let mut text = String::new();
+        if let Err(e) = std::io::stdin().read_to_string(&mut text) {
+            eprintln!("oi-tui: cannot read the task from standard input: {e}");
+            return USAGE_ERROR;
+        }
+        text
+    } else {
+        task
+    };
+    if task.trim().is_empty() {
+        eprintln!("oi-tui: the task is empty");
+        return USAGE_ERROR;
+    }
+    headless::run(settings, task, options.json).await
 }
 
 fn languages() {

@@ -110,8 +110,12 @@ pub enum Event {
     },
     /// The model's message is complete.
     AssistantMessage { text: String },
-    /// A complete block the model proposed.
-    BlockProposed { block: ProposedBlock, of: usize },
+    /// A complete block the model proposed: the `index`-th (from 1) of `of` in its reply.
+    BlockProposed {
+        block: ProposedBlock,
+        index: usize,
+        of: usize,
+    },
     /// The block waits for a `Decision`.
     ApprovalNeeded { block_id: BlockId },
     /// The block will not run.

@@ -108,13 +108,14 @@ impl Engine {
             let count = proposals.len();
             let mut outcomes = Vec::with_capacity(count);
             let mut stopped = false;
-            for proposal in proposals {
+            for (i, proposal) in proposals.into_iter().enumerate() {
                 if stopped {
                     outcomes.push(self.skip(proposal, STOPPED.to_string()));
                     continue;
                 }
                 self.emit(Event::BlockProposed {
                     block: proposal.block.clone(),
+                    index: i + 1,
                     of: count,
                 });
                 let (outcome, stop) = self.handle(proposal).await;

@@ -1,4 +1,6 @@
 mod cli;
+mod headless;
 mod kernels;
 mod kernels_control;
+mod model_server;
 mod support;

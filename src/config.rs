@@ -1,0 +1,581 @@
+//! Settings: the config file (with `[profiles.NAME]`), the environment and the command line,
+//! merged with a clear precedence: flags, then environment, then profile, then config file,
+//! then defaults.
+//!
+//! A malformed file is an error that gives the line and column; an unknown key is a warning.
+//! API keys are held as `Secret`s and never printed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::llm::{ModelSpec, ProviderKind, RetryPolicy, Secret};
+
+/// The settings a config file (or one of its profiles) may hold.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct FileSettings {
+    pub model: Option<String>,
+    pub api_base: Option<String>,
+    pub api_key: Option<String>,
+    pub auto_run: Option<bool>,
+    pub tools: Option<bool>,
+    pub system_message: Option<String>,
+    pub custom_instructions: Option<String>,
+    pub context_window: Option<u32>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub max_turns: Option<u32>,
+    /// Seconds a block may run.
+    pub timeout: Option<f64>,
+    pub cwd: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    /// Seconds to wait for a connection to the model server.
+    pub connect_timeout: Option<f64>,
+    /// Seconds the model server may stay silent mid-reply.
+    pub idle_timeout: Option<f64>,
+    pub max_output: Option<usize>,
+    /// Times a failed request to the model server is tried again.
+    pub max_retries: Option<u32>,
+}
+
+const KEYS: &[&str] = &[
+    "model",
+    "api_base",
+    "api_key",
+    "auto_run",
+    "tools",
+    "system_message",
+    "custom_instructions",
+    "context_window",
+    "max_tokens",
+    "temperature",
+    "max_turns",
+    "timeout",
+    "cwd",
+    "data_dir",
+    "connect_timeout",
+    "idle_timeout",
+    "max_output",
+    "max_retries",
+];
+
+#[derive(Debug, Default)]
+struct FileConfig {
+    settings: FileSettings,
+    profiles: BTreeMap<String, FileSettings>,
+}
+
+/// The profiles alone: read apart from the top level, because serde's `flatten` would lose
+/// the positions that make type errors point at their line.
+#[derive(Debug, Default, Deserialize)]
+struct Profiles {
+    #[serde(default)]
+    profiles: BTreeMap<String, FileSettings>,
+}
+
+/// What the command line says (every field optional: absent means "not said").
+#[derive(Debug, Default, Clone)]
+pub struct FlagSettings {
+    pub config: Option<PathBuf>,
+    pub profile: Option<String>,
+    pub settings: FileSettings,
+    pub no_tools: bool,
+}
+
+/// The settings in force.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The model, when one is configured.
+    pub model: Option<ModelSpec>,
+    /// A provider named without a model (`--model ollama`), for `--list-models`.
+    pub provider_only: Option<ProviderKind>,
+    pub api_base: Option<String>,
+    pub api_key: Option<Secret>,
+    pub auto_run: bool,
+    pub tools: bool,
+    pub system_message: Option<String>,
+    pub custom_instructions: Option<String>,
+    pub context_window: Option<u32>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub max_turns: u32,
+    pub timeout: Option<Duration>,
+    pub cwd: PathBuf,
+    pub data_dir: PathBuf,
+    pub connect_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_output: usize,
+    pub max_retries: u32,
+    /// The config file read, if any.
+    pub config_path: Option<PathBuf>,
+    /// Things worth saying that are not errors (unknown keys).
+    pub warnings: Vec<String>,
+}
+
+impl Settings {
+    /// The provider in use: the model's, or the one named alone.
+    pub fn provider(&self) -> Option<ProviderKind> {
+        self.model
+            .as_ref()
+            .map(|m| m.provider)
+            .or(self.provider_only)
+    }
+
+    /// The engine's configuration. Fails, with what to do, when no model is configured.
+    pub fn engine_config(
+        &self,
+        approval: crate::engine::Approval,
+        stdin_eof: bool,
+    ) -> Result<crate::engine::EngineConfig, String> {
+        let Some(spec) = self.model.clone() else {
+            let file = match &self.config_path {
+                Some(p) => p.display().to_string(),
+                None => default_config_path().map_or_else(
+                    || "the config file".to_string(),
+                    |p| p.display().to_string(),
+                ),
+            };
+            return Err(format!(
+                "no model is configured. Name one with --model provider/name (for example --model ollama/qwen2.5-coder:7b or --model openai/gpt-4o-mini), the OI_TUI_MODEL variable, or `model = \"...\"` in {file}. `oi-tui --list-models` shows what local servers offer."
+            ));
+        };
+        if spec.provider != ProviderKind::Ollama
+            && self.api_base.is_none()
+            && self.api_key.is_none()
+        {
+            let var = spec.provider.key_variable().unwrap_or("the API key");
+            return Err(format!(
+                "{spec} needs an API key: set {var} or pass --api-key (for a local OpenAI-compatible server, pass --api-base instead, such as http://localhost:8080/v1)."
+            ));
+        }
+        let provider = crate::llm::ProviderConfig {
+            api_base: self.api_base_for(spec.provider),
+            spec,
+            api_key: self.api_key.clone(),
+            connect_timeout: self.connect_timeout,
+            idle_timeout: self.idle_timeout,
+            retry: RetryPolicy {
+                max_retries: self.max_retries,
+                ..RetryPolicy::default()
+            },
+        };
+        Ok(crate::engine::EngineConfig {
+            provider,
+            tools: self.tools,
+            approval,
+            system_message: self.system_message.clone(),
+            custom_instructions: self.custom_instructions.clone(),
+            context_window: self.context_window.unwrap_or(32_768),
+            context_window_set: self.context_window.is_some(),
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            max_turns: self.max_turns,
+            block_timeout: self.timeout,
+            stdin_eof,
+            kernels: crate::exec::KernelConfig {
+                cwd: self.cwd.clone(),
+                max_output: self.max_output,
+                ..crate::exec::KernelConfig::default()
+            },
+            data_dir: Some(self.data_dir.clone()),
+        })
+    }
+
+    /// The base URL: configured, or the provider's default.
+    pub fn api_base_for(&self, provider: ProviderKind) -> String {
+        self.api_base
+            .clone()
+            .unwrap_or_else(|| provider.default_base())
+    }
+}
+
+/// The platform config file: `~/.config/oi-tui/config.toml` on Linux.
+pub fn default_config_path() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "oi-tui").map(|d| d.config_dir().join("config.toml"))
+}
+
+/// The platform data directory: `~/.local/share/oi-tui` on Linux.
+pub fn default_data_dir() -> PathBuf {
+    directories::ProjectDirs::from("", "", "oi-tui")
+        .map(|d| d.data_dir().to_path_buf())
+        .unwrap_or_else(|| std::env::temp_dir().join("oi-tui"))
+}
+
+/// Reads the config file (the one given, else the platform one if it exists) and merges it
+/// with the environment and the flags.
+pub fn load(
+    flags: &FlagSettings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settings, String> {
+    let explicit = flags
+        .config
+        .clone()
+        .or_else(|| env("OI_TUI_CONFIG").map(PathBuf::from));
+    let (file, config_path, mut warnings) = match &explicit {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the config file {}: {e}", path.display()))?;
+            let (file, warnings) = parse(&text, path)?;
+            (file, Some(path.clone()), warnings)
+        }
+        None => match default_config_path().filter(|p| p.exists()) {
+            Some(path) => {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("cannot read the config file {}: {e}", path.display()))?;
+                let (file, warnings) = parse(&text, &path)?;
+                (file, Some(path), warnings)
+            }
+            None => (FileConfig::default(), None, Vec::new()),
+        },
+    };
+    let profile = match &flags.profile {
+        Some(name) => Some(file.profiles.get(name).cloned().ok_or_else(|| {
+            let known: Vec<&str> = file.profiles.keys().map(String::as_str).collect();
+            match (&config_path, known.is_empty()) {
+                (None, _) => format!(
+                    "--profile {name}: there is no config file to hold profiles (looked for {})",
+                    default_config_path()
+                        .map_or_else(|| "none".into(), |p| p.display().to_string())
+                ),
+                (Some(p), true) => format!(
+                    "--profile {name}: {} has no [profiles.*] sections",
+                    p.display()
+                ),
+                (Some(p), false) => format!(
+                    "--profile {name}: {} has no [profiles.{name}]; it has: {}",
+                    p.display(),
+                    known.join(", ")
+                ),
+            }
+        })?),
+        None => None,
+    };
+
+    // Lowest first: defaults are filled in at the end.
+    let layers: Vec<FileSettings> = [
+        Some(file.settings.clone()),
+        profile,
+        Some(env_settings(env)),
+        Some(flags.settings.clone()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let pick = |f: &dyn Fn(&FileSettings) -> Option<String>| layers.iter().rev().find_map(f);
+
+    let model_text = pick(&|s| s.model.clone());
+    let (model, provider_only) = match model_text {
+        None => (None, None),
+        Some(text) => match ProviderKind::parse(text.trim_end_matches('/')) {
+            Some(provider) => (None, Some(provider)),
+            None => (Some(ModelSpec::parse(&text)?), None),
+        },
+    };
+    let provider = model.as_ref().map(|m| m.provider).or(provider_only);
+
+    // Keys: the flag, then the provider's own variable, then profile and file.
+    let api_key = flags
+        .settings
+        .api_key
+        .clone()
+        .or_else(|| provider.and_then(|p| p.key_variable()).and_then(env))
+        .or_else(|| layers.iter().rev().find_map(|s| s.api_key.clone()))
+        .filter(|k| !k.trim().is_empty())
+        .map(Secret::new);
+
+    let last = |f: &dyn Fn(&FileSettings) -> Option<f64>| layers.iter().rev().find_map(f);
+    let seconds = |name: &str, value: Option<f64>| -> Result<Option<Duration>, String> {
+        match value {
+            None => Ok(None),
+            Some(v) if v.is_finite() && v > 0.0 => Ok(Some(Duration::from_secs_f64(v))),
+            Some(v) => Err(format!("{name} = {v}: give a positive number of seconds")),
+        }
+    };
+
+    let cwd = match layers.iter().rev().find_map(|s| s.cwd.clone()) {
+        Some(dir) => std::fs::canonicalize(&dir)
+            .map_err(|e| format!("cwd {}: {e}", dir.display()))
+            .and_then(|d| {
+                if d.is_dir() {
+                    Ok(d)
+                } else {
+                    Err(format!("cwd {}: not a directory", dir.display()))
+                }
+            })?,
+        None => std::env::current_dir()
+            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+    };
+    let temperature = layers.iter().rev().find_map(|s| s.temperature);
+    if let Some(t) = temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(format!("temperature = {t}: give a number from 0 to 2"));
+    }
+    let max_turns = layers.iter().rev().find_map(|s| s.max_turns).unwrap_or(30);
+    if max_turns == 0 {
+        return Err("max_turns = 0: give at least 1".to_string());
+    }
+    if let Some(path) = &config_path
+        && file.settings.api_key.is_some()
+    {
+        warnings.push(format!(
+            "{} holds an API key in clear text; an environment variable is safer.",
+            path.display()
+        ));
+    }
+
+    Ok(Settings {
+        model,
+        provider_only,
+        api_base: pick(&|s| s.api_base.clone()).map(|b| b.trim_end_matches('/').to_string()),
+        api_key,
+        auto_run: layers
+            .iter()
+            .rev()
+            .find_map(|s| s.auto_run)
+            .unwrap_or(false),
+        tools: !flags.no_tools && layers.iter().rev().find_map(|s| s.tools).unwrap_or(true),
+        system_message: pick(&|s| s.system_message.clone()),
+        custom_instructions: pick(&|s| s.custom_instructions.clone()),
+        context_window: layers.iter().rev().find_map(|s| s.context_window),
+        max_tokens: layers.iter().rev().find_map(|s| s.max_tokens),
+        temperature,
+        max_turns,
+        timeout: seconds("timeout", last(&|s| s.timeout))?,
+        cwd,
+        data_dir: layers
+            .iter()
+            .rev()
+            .find_map(|s| s.data_dir.clone())
+            .unwrap_or_else(default_data_dir),
+        connect_timeout: seconds("connect_timeout", last(&|s| s.connect_timeout))?
+            .unwrap_or(Duration::from_secs(10)),
+        idle_timeout: seconds("idle_timeout", last(&|s| s.idle_timeout))?
+            .unwrap_or(Duration::from_secs(300)),
+        max_output: layers
+            .iter()
+            .rev()
+            .find_map(|s| s.max_output)
+            .unwrap_or(4000),
+        max_retries: layers
+            .iter()
+            .rev()
+            .find_map(|s| s.max_retries)
+            .unwrap_or(RetryPolicy::default().max_retries),
+        config_path,
+        warnings,
+    })
+}
+
+fn env_settings(env: &dyn Fn(&str) -> Option<String>) -> FileSettings {
+    FileSettings {
+        model: env("OI_TUI_MODEL"),
+        api_base: env("OI_TUI_API_BASE"),
+        data_dir: env("OI_TUI_DATA_DIR").map(PathBuf::from),
+        ..FileSettings::default()
+    }
+}
+
+/// Parses a config file: typed errors with line and column, unknown keys as warnings.
+fn parse(text: &str, path: &Path) -> Result<(FileConfig, Vec<String>), String> {
+    let located = |e: toml::de::Error| {
+        let (line, col) = e
+            .span()
+            .map(|span| line_col(text, span.start))
+            .unwrap_or((1, 1));
+        format!(
+            "{}:{line}:{col}: {}",
+            path.display(),
+            e.message().trim_end_matches('\n')
+        )
+    };
+    let table: toml::Table = toml::from_str(text).map_err(located)?;
+    let file = FileConfig {
+        settings: toml::from_str(text).map_err(located)?,
+        profiles: toml::from_str::<Profiles>(text).map_err(located)?.profiles,
+    };
+    let mut warnings = Vec::new();
+    let mut unknown = |key: &str, section: &str| {
+        let line = text
+            .lines()
+            .position(|l| l.trim_start().starts_with(key))
+            .map_or(String::new(), |i| format!(":{}", i + 1));
+        warnings.push(format!(
+            "{}{line}: unknown key `{key}`{section} is ignored (known: {})",
+            path.display(),
+            KEYS.join(", ")
+        ));
+    };
+    for (key, value) in &table {
+        if key == "profiles" {
+            if let Some(profiles) = value.as_table() {
+                for (name, profile) in profiles {
+                    for key in profile.as_table().into_iter().flat_map(|t| t.keys()) {
+                        if !KEYS.contains(&key.as_str()) {
+                            unknown(key, &format!(" in [profiles.{name}]"));
+                        }
+                    }
+                }
+            }
+        } else if !KEYS.contains(&key.as_str()) {
+            unknown(key, "");
+        }
+    }
+    Ok((file, warnings))
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_with(
+        file: &str,
+        flags: FlagSettings,
+        env: &[(&str, &str)],
+    ) -> Result<Settings, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, file).unwrap();
+        let flags = FlagSettings {
+            config: Some(path),
+            ..flags
+        };
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        load(&flags, &|k| {
+            env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+        })
+    }
+
+    #[test]
+    fn precedence_is_flags_env_profile_file_defaults() {
+        let file = r#"
+model = "ollama/from-file"
+max_turns = 7
+temperature = 0.5
+[profiles.fast]
+model = "ollama/from-profile"
+max_turns = 3
+"#;
+        let s = load_with(file, FlagSettings::default(), &[]).unwrap();
+        assert_eq!(s.model.unwrap().model, "from-file");
+        assert_eq!(s.max_turns, 7);
+        assert_eq!(s.max_tokens, None);
+        assert!(s.tools);
+
+        let profile = FlagSettings {
+            profile: Some("fast".into()),
+            ..FlagSettings::default()
+        };
+        let s = load_with(file, profile.clone(), &[]).unwrap();
+        assert_eq!(s.model.unwrap().model, "from-profile");
+        assert_eq!(s.max_turns, 3);
+        assert_eq!(s.temperature, Some(0.5));
+
+        let s = load_with(
+            file,
+            profile.clone(),
+            &[("OI_TUI_MODEL", "openai/from-env")],
+        )
+        .unwrap();
+        assert_eq!(s.model.unwrap().to_string(), "openai/from-env");
+
+        let mut flags = profile;
+        flags.settings.model = Some("anthropic/from-flag".into());
+        flags.no_tools = true;
+        let s = load_with(file, flags, &[("OI_TUI_MODEL", "openai/from-env")]).unwrap();
+        assert_eq!(s.model.unwrap().to_string(), "anthropic/from-flag");
+        assert!(!s.tools);
+    }
+
+    #[test]
+    fn keys_come_from_the_flag_then_the_providers_variable() {
+        let file = "model = \"openai/x\"\napi_key = \"from-file\"\n";
+        let s = load_with(
+            file,
+            FlagSettings::default(),
+            &[("OPENAI_API_KEY", "from-env")],
+        )
+        .unwrap();
+        assert_eq!(s.api_key.unwrap().expose(), "from-env");
+        assert!(s.warnings.iter().any(|w| w.contains("clear text")));
+        let s = load_with(file, FlagSettings::default(), &[]).unwrap();
+        assert_eq!(s.api_key.unwrap().expose(), "from-file");
+        let mut flags = FlagSettings::default();
+        flags.settings.api_key = Some("from-flag".into());
+        let s = load_with(file, flags, &[("OPENAI_API_KEY", "from-env")]).unwrap();
+        assert_eq!(s.api_key.unwrap().expose(), "from-flag");
+    }
+
+    #[test]
+    fn malformed_files_say_where() {
+        let err = load_with(
+            "model = \"ollama/x\"\nmax_turns = \n",
+            FlagSettings::default(),
+            &[],
+        )
+        .unwrap_err();
+        assert!(err.contains("config.toml:2:"), "{err}");
+        let err = load_with("max_turns = \"many\"\n", FlagSettings::default(), &[]).unwrap_err();
+        assert!(err.contains("config.toml:1:13"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_are_warnings() {
+        let s = load_with(
+            "modle = \"x\"\n[profiles.a]\ncolour = 1\n",
+            FlagSettings::default(),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.warnings.len(), 2, "{:?}", s.warnings);
+        assert!(s.warnings[0].contains("config.toml:1: unknown key `modle`"));
+        assert!(s.warnings[1].contains("[profiles.a]"));
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        assert!(
+            load_with("model = \"gpt-4o\"\n", FlagSettings::default(), &[])
+                .unwrap_err()
+                .contains("provider/model")
+        );
+        assert!(
+            load_with("temperature = 9.0\n", FlagSettings::default(), &[])
+                .unwrap_err()
+                .contains("0 to 2")
+        );
+        assert!(
+            load_with("timeout = -1\n", FlagSettings::default(), &[])
+                .unwrap_err()
+                .contains("positive")
+        );
+        let missing = FlagSettings {
+            profile: Some("nope".into()),
+            ..FlagSettings::default()
+        };
+        assert!(
+            load_with("", missing, &[])
+                .unwrap_err()
+                .contains("no [profiles.*]")
+        );
+    }
+
+    #[test]
+    fn a_provider_alone_is_kept_for_listing_models() {
+        let s = load_with("model = \"ollama\"\n", FlagSettings::default(), &[]).unwrap();
+        assert!(s.model.is_none());
+        assert_eq!(s.provider(), Some(ProviderKind::Ollama));
+    }
+}

@@ -1,0 +1,334 @@
+//! Headless mode (`--task`): the engine with no TUI. It prints a readable transcript (or,
+//! with `--json`, the engine's events as JSON Lines), asks `Run this python block? [y/n/e]`
+//! on a terminal, runs nothing when nobody can be asked, and exits with a status a script
+//! can branch on: 0 when the model finished, 1 for provider or config errors, 130 on
+//! interrupt.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use tokio::sync::mpsc;
+
+use crate::config::Settings;
+use crate::engine::{self, Approval};
+use crate::exec::{Language, RunResult, RunStatus};
+use crate::protocol::{Decision, ErrorKind, Event, Op, ProposedBlock, TurnEnd};
+use crate::shutdown;
+
+pub async fn run(settings: Settings, task: String, json: bool) -> i32 {
+    let asking = std::io::stdin().is_terminal();
+    let approval = if settings.auto_run {
+        Approval::Auto
+    } else if asking {
+        Approval::Ask
+    } else {
+        Approval::Deny
+    };
+    let config = match settings.engine_config(approval, true) {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("oi-tui: {message}");
+            return 1;
+        }
+    };
+    let handle = match engine::spawn(config) {
+        Ok(handle) => handle,
+        Err(e) => {
+            eprintln!("oi-tui: {e}");
+            return 1;
+        }
+    };
+    let engine::EngineHandle {
+        ops,
+        mut events,
+        task: engine_task,
+    } = handle;
+    watch_interrupts(ops.clone());
+    let _ = ops.send(Op::UserMessage { text: task });
+
+    let mut out = Transcript::new(json);
+    let mut status = 1;
+    let mut blocks: Vec<ProposedBlock> = Vec::new();
+    while let Some(event) = events.recv().await {
+        out.event(&event);
+        match event {
+            Event::BlockProposed { block, .. } => blocks.push(block),
+            Event::ApprovalNeeded { block_id } => {
+                let Some(block) = blocks.iter().find(|b| b.id == block_id).cloned() else {
+                    continue;
+                };
+                let decision = ask(&block).await;
+                let _ = ops.send(Op::Decision { block_id, decision });
+            }
+            Event::Error { kind, .. } => {
+                status = match kind {
+                    ErrorKind::Provider | ErrorKind::Config | ErrorKind::Internal => 1,
+                };
+            }
+            Event::TurnFinished { end } => {
+                status = match end {
+                    TurnEnd::Done | TurnEnd::MaxTurns | TurnEnd::Declined => 0,
+                    TurnEnd::Interrupted => 130,
+                    TurnEnd::Error => 1,
+                };
+                let _ = ops.send(Op::Shutdown);
+            }
+            _ => {}
+        }
+    }
+    let _ = engine_task.await;
+    out.finish();
+    status
+}
+
+/// Ctrl-C: the first stops the running block and then the turn; a second exits.
+fn watch_interrupts(ops: mpsc::UnboundedSender<Op>) {
+    let count = Arc::new(AtomicU32::new(0));
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            if count.fetch_add(1, Ordering::SeqCst) == 0 {
+                eprintln!("\noi-tui: interrupting; press Ctrl-C again to quit at once");
+                let _ = ops.send(Op::Interrupt);
+            } else {
+                shutdown::exit(130);
+            }
+        }
+    });
+}
+
+/// Asks on the terminal whether to run a block: y runs it, n skips it, e edits it first.
+async fn ask(block: &ProposedBlock) -> Decision {
+    let language = block.language.map_or("", Language::name).to_string();
+    let original = block.code.clone();
+    let mut code = original.clone();
+    loop {
+        eprint!("Run this {language} block? [y/n/e] ");
+        let _ = std::io::stderr().flush();
+        let line = tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            match std::io::stdin().read_line(&mut line) {
+                Ok(0) | Err(_) => None,
+                Ok(_) => Some(line),
+            }
+        })
+        .await
+        .ok()
+        .flatten();
+        let Some(line) = line else {
+            eprintln!();
+            return Decision::Skip {
+                reason: Some("No answer came (the input ended).".to_string()),
+            };
+        };
+        match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => {
+                return if code == original {
+                    Decision::Run
+                } else {
+                    Decision::Edit { code }
+                };
+            }
+            "n" | "no" => return Decision::Skip { reason: None },
+            "e" | "edit" => {
+                let edited = {
+                    let code = code.clone();
+                    let ext = block.language.map_or("txt", |l| l.extension());
+                    tokio::task::spawn_blocking(move || edit(&code, ext)).await
+                };
+                match edited {
+                    Ok(Ok(new)) => {
+                        code = new;
+                        eprintln!("The block now reads:");
+                        for line in code.lines() {
+                            eprintln!("│ {line}");
+                        }
+                    }
+                    Ok(Err(message)) => eprintln!("oi-tui: {message}"),
+                    Err(e) => eprintln!("oi-tui: the editor could not run: {e}"),
+                }
+            }
+            _ => eprintln!("Answer y to run it, n to skip it, or e to edit it first."),
+        }
+    }
+}
+
+/// Opens `$VISUAL` or `$EDITOR` (else `vi`) on the code and returns what was saved.
+fn edit(code: &str, extension: &str) -> Result<String, String> {
+    let file = tempfile::Builder::new()
+        .prefix("oi-tui-block-")
+        .suffix(&format!(".{extension}"))
+        .tempfile()
+        .map_err(|e| format!("cannot create a file to edit: {e}"))?;
+    std::fs::write(file.path(), code).map_err(|e| format!("cannot write the block: {e}"))?;
+    let editor = std::env::var("VISUAL")
+        .or_else(|_| std::env::var("EDITOR"))
+        .unwrap_or_else(|_| "vi".to_string());
+    let mut words = editor.split_whitespace();
+    let program = words.next().unwrap_or("vi");
+    let status = std::process::Command::new(program)
+        .args(words)
+        .arg(file.path())
+        .status()
+        .map_err(|e| format!("cannot start the editor `{editor}`: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "the editor `{editor}` failed ({status}); the block is unchanged"
+        ));
+    }
+    let text = std::fs::read_to_string(file.path())
+        .map_err(|e| format!("cannot read the edited block: {e}"))?;
+    Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
+}
+
+/// Prints the events, as a transcript or as JSON Lines.
+struct Transcript {
+    json: bool,
+    /// Raw terminal output goes straight to a terminal; elsewhere, the clean text form.
+    raw_output: bool,
+    /// The assistant's text of the current message, to know whether a fenced block's code
+    /// was already printed with it.
+    message: String,
+    at_line_start: bool,
+}
+
+impl Transcript {
+    fn new(json: bool) -> Self {
+        Transcript {
+            json,
+            raw_output: std::io::stdout().is_terminal(),
+            message: String::new(),
+            at_line_start: true,
+        }
+    }
+
+    fn print(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let mut stdout = std::io::stdout();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    fn line_break(&mut self) {
+        if !self.at_line_start {
+            self.print("\n");
+        }
+    }
+
+    fn event(&mut self, event: &Event) {
+        if self.json {
+            if let Ok(line) = serde_json::to_string(event) {
+                println!("{line}");
+            }
+            return;
+        }
+        match event {
+            Event::SessionConfigured { .. } | Event::Usage { .. } | Event::BlockDelta { .. } => {}
+            Event::RequestStarted { .. } => self.message.clear(),
+            Event::AssistantDelta { text } => {
+                self.message.push_str(text);
+                self.print(text);
+            }
+            Event::AssistantMessage { .. } => self.line_break(),
+            Event::BlockProposed { block, index, of } => {
+                self.line_break();
+                let name = match block.language {
+                    Some(language) => language.name(),
+                    None => block.language_tag.as_str(),
+                };
+                let mut text = format!("\n┌─ {name} · block {index}{}\n", of_count(*of));
+                if !self.message.contains(block.code.trim()) || block.code.trim().is_empty() {
+                    for line in block.code.lines() {
+                        text.push_str(&format!("│ {line}\n"));
+                    }
+                }
+                text.push_str("└─\n");
+                self.print(&text);
+            }
+            Event::ApprovalNeeded { .. } => {}
+            Event::BlockSkipped { block_id, reason } => {
+                self.line_break();
+                let why = reason.as_deref().unwrap_or("the user skipped it");
+                self.print(&format!("⊘ block {block_id} not run: {why}\n"));
+            }
+            Event::ExecStarted { code, edited, .. } => {
+                if *edited {
+                    let mut text = String::from("(edited; runs as)\n");
+                    for line in code.lines() {
+                        text.push_str(&format!("│ {line}\n"));
+                    }
+                    self.print(&text);
+                }
+            }
+            Event::ExecOutput { data, .. } => {
+                if self.raw_output {
+                    let mut stdout = std::io::stdout();
+                    let _ = stdout.write_all(data);
+                    let _ = stdout.flush();
+                    self.at_line_start = data.ends_with(b"\n");
+                }
+            }
+            Event::ExecFinished { result, .. } => self.finished(result),
+            Event::Retry {
+                attempt,
+                max,
+                delay_ms,
+                reason,
+            } => eprintln!(
+                "oi-tui: the request failed ({reason}); retry {attempt} of {max} in {:.1} s",
+                *delay_ms as f64 / 1000.0
+            ),
+            Event::Notice { message } => {
+                self.line_break();
+                eprintln!("oi-tui: {message}");
+            }
+            Event::Error { message, .. } => {
+                self.line_break();
+                eprintln!("oi-tui: error: {message}");
+            }
+            Event::TurnFinished { end } => {
+                self.line_break();
+                match end {
+                    TurnEnd::MaxTurns | TurnEnd::Done | TurnEnd::Error => {}
+                    TurnEnd::Interrupted => eprintln!("oi-tui: interrupted"),
+                    TurnEnd::Declined => eprintln!(
+                        "oi-tui: blocks were declined: nothing runs without a terminal to approve them, unless you pass -y"
+                    ),
+                }
+            }
+        }
+    }
+
+    fn finished(&mut self, result: &RunResult) {
+        if !self.raw_output {
+            self.print(&result.output);
+        }
+        self.line_break();
+        let mark = match result.status {
+            RunStatus::Success | RunStatus::Written => "✓",
+            _ => "✗",
+        };
+        let mut text = format!("{mark} {} · {}\n", result.language, result.summary());
+        for note in &result.notes {
+            text.push_str(&format!("  {note}\n"));
+        }
+        self.print(&text);
+    }
+
+    fn finish(&mut self) {
+        if !self.json {
+            self.line_break();
+        }
+    }
+}
+
+fn of_count(of: usize) -> String {
+    if of > 1 {
+        format!(" of {of}")
+    } else {
+        String::new()
+    }
+}
