@@ -86,7 +86,14 @@ pub async fn run(settings: Settings, task: String, json: bool) -> i32 {
 fn watch_interrupts(ops: mpsc::UnboundedSender<Op>) {
     let count = Arc::new(AtomicU32::new(0));
     tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
+        // One listener for the whole run: a fresh one per signal may see the same signal
+        // twice.
+        let Ok(mut signals) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        else {
+            return;
+        };
+        while signals.recv().await.is_some() {
             if count.fetch_add(1, Ordering::SeqCst) == 0 {
                 eprintln!("\noi-tui: interrupting; press Ctrl-C again to quit at once");
                 let _ = ops.send(Op::Interrupt);

@@ -181,10 +181,12 @@ fn restore_terminal() {
 
 fn watch_signals(kernels: Arc<Kernels>) {
     tokio::spawn(async move {
-        loop {
-            if tokio::signal::ctrl_c().await.is_err() {
-                return;
-            }
+        let Ok(mut signals) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        else {
+            return;
+        };
+        while signals.recv().await.is_some() {
             if !kernels.interrupt() {
                 shutdown::exit(130);
             }

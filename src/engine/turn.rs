@@ -490,6 +490,9 @@ impl Engine {
             tokio::pin!(run);
             loop {
                 tokio::select! {
+                    // The run first: its first poll registers the block, so that an
+                    // interrupt read below always has a block to reach.
+                    biased;
                     result = &mut run => break result,
                     op = self.ops.recv(), if !self.ops_closed => match op {
                         Some(Op::Interrupt) => {

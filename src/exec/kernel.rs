@@ -184,6 +184,7 @@ impl Kernel {
                 _ = self.process.exit.changed() => {}
                 _ = interrupt.notified() => {
                     interrupted = true;
+                    self.process.control.interrupt();
                     grace.get_or_insert(tokio::time::Instant::now() + opts.grace);
                 }
                 _ = sleep_until(deadline.map_or(far, tokio::time::Instant::from_std)), if deadline.is_some() && !timed_out => {

@@ -82,10 +82,20 @@ impl Block {
     }
 }
 
-/// The block that runs now, as the controls see it.
+/// The block that runs now, as the controls see it. The PTY is there once its kernel is;
+/// an interrupt that comes before is kept and acted on as soon as the block starts.
 struct Active {
-    control: Arc<PtyControl>,
+    control: Option<Arc<PtyControl>>,
     interrupt: Arc<Notify>,
+}
+
+/// Clears the active block however `run` returns.
+struct ActiveGuard<'a>(&'a Kernels);
+
+impl Drop for ActiveGuard<'_> {
+    fn drop(&mut self) {
+        self.0.set_active(None);
+    }
 }
 
 pub struct Kernels {
@@ -119,6 +129,13 @@ impl Kernels {
         if block.language == Language::Html {
             return self.write_html(id, &block.code);
         }
+        // Active from the first poll on, so that no interrupt is lost while a kernel starts.
+        let interrupt = Arc::new(Notify::new());
+        self.set_active(Some(Active {
+            control: None,
+            interrupt: interrupt.clone(),
+        }));
+        let _guard = ActiveGuard(self);
         let mut kernels = self.kernels.lock().await;
         let mut restarted_note = None;
         if kernels.get(&block.language).is_some_and(Kernel::is_dead) {
@@ -139,11 +156,11 @@ impl Kernels {
         };
         let (rows, cols) = self.current_size();
         let _ = kernel.control().resize(rows, cols);
-        let interrupt = Arc::new(Notify::new());
-        self.set_active(Some(Active {
-            control: kernel.control(),
-            interrupt: interrupt.clone(),
-        }));
+        if let Ok(mut slot) = self.active.lock()
+            && let Some(active) = slot.as_mut()
+        {
+            active.control = Some(kernel.control());
+        }
         let opts = RunOptions {
             timeout: block.timeout,
             grace: self.config.grace,
@@ -151,7 +168,6 @@ impl Kernels {
             stdin_eof: block.stdin_eof,
         };
         let mut result = kernel.run(id, &block.code, &opts, &interrupt, sink).await;
-        self.set_active(None);
         if let Some(note) = restarted_note {
             result.notes.insert(0, note);
         }
@@ -229,19 +245,17 @@ impl Kernels {
         self.active.lock().ok()?.as_ref().map(f)
     }
 
-    /// Interrupts the running block: SIGINT now; a kill after the grace period if it does not
-    /// stop. Returns false when no block is running.
+    /// Interrupts the running block: SIGINT now (or as soon as its kernel has started); a
+    /// kill after the grace period if it does not stop. Returns false when no block runs.
     pub fn interrupt(&self) -> bool {
-        self.with_active(|active| {
-            active.control.interrupt();
-            active.interrupt.notify_one();
-        })
-        .is_some()
+        self.with_active(|active| active.interrupt.notify_one())
+            .is_some()
     }
 
     /// Types into the running block's terminal.
     pub fn write_input(&self, bytes: &[u8]) -> io::Result<()> {
-        self.with_active(|active| active.control.write_input(bytes))
+        self.with_active(|active| active.control.as_ref().map(|c| c.write_input(bytes)))
+            .flatten()
             .unwrap_or_else(|| Err(io::Error::other("no block is running")))
     }
 
@@ -256,7 +270,7 @@ impl Kernels {
             *size = (rows, cols);
         }
         // Idle kernels take the size when their next block starts.
-        let _ = self.with_active(|active| active.control.resize(rows, cols));
+        let _ = self.with_active(|active| active.control.as_ref().map(|c| c.resize(rows, cols)));
     }
 
     fn current_size(&self) -> (u16, u16) {

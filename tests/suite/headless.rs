@@ -556,3 +556,170 @@ async fn api_keys_are_sent_but_never_printed() {
         Some("Bearer sk-test-SECRET-123")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_the_block_then_the_turn_with_status_130() {
+    let server = ModelServer::start(vec![
+        Reply::tool("shell", "echo started; sleep 100; echo not reached"),
+        Reply::text("never requested"),
+    ])
+    .await;
+    let home = Home::new();
+    let model = "openai/scripted".to_string();
+    let base = server.base("openai");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+        .args([
+            "--task",
+            "sleep",
+            "--model",
+            &model,
+            "--api-base",
+            &base,
+            "-y",
+        ])
+        .arg("--data-dir")
+        .arg(home.path().join("data"))
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !String::from_utf8_lossy(&seen).contains("started") {
+        assert!(Instant::now() < deadline, "the block started");
+        let mut buf = [0u8; 1024];
+        let n = tokio::io::AsyncReadExt::read(&mut stdout, &mut buf)
+            .await
+            .expect("read");
+        assert!(
+            n > 0,
+            "output ended early: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let started = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id().expect("pid") as i32, libc::SIGINT);
+    }
+    let mut rest = Vec::new();
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::io::AsyncReadExt::read_to_end(&mut stdout, &mut rest),
+    )
+    .await
+    .expect("output ends")
+    .expect("read");
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("exits")
+        .expect("output");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(130));
+    let rest = text(&rest);
+    assert!(!rest.contains("not reached"), "{rest}");
+    assert!(
+        rest.contains("interrupted"),
+        "before: {}\nstdout: {rest}\nstderr: {}",
+        text(&seen),
+        text(&out.stderr)
+    );
+    assert_eq!(
+        server.chats().len(),
+        1,
+        "the turn ended: no further request"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompt_options_reach_the_request() {
+    let server = ModelServer::start(vec![Reply::text("ok"), Reply::text("ok")]).await;
+    let home = Home::new();
+    let out = home
+        .task(
+            &server,
+            "openai",
+            "hi",
+            &[
+                "--custom-instructions",
+                "Answer in haiku.",
+                "--max-tokens",
+                "123",
+                "--temperature",
+                "0.3",
+            ],
+        )
+        .await;
+    assert_status(&out, 0);
+    let body = &server.chats()[0].body;
+    assert_eq!(body["max_tokens"], 123);
+    assert!((body["temperature"].as_f64().unwrap() - 0.3).abs() < 1e-6);
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("Languages you can run") && system.ends_with("Answer in haiku.\n"));
+
+    let out = home
+        .task(
+            &server,
+            "ollama",
+            "hi",
+            &[
+                "--system-message",
+                "You are terse.",
+                "--context-window",
+                "4096",
+            ],
+        )
+        .await;
+    assert_status(&out, 0);
+    let body = &server.chats()[1].body;
+    assert_eq!(body["messages"][0]["content"], "You are terse.");
+    assert_eq!(body["options"]["num_ctx"], 4096);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_context_window_drops_the_oldest_messages_and_says_so() {
+    let server = ModelServer::start(vec![
+        Reply::tool("python", "print('A' * 3000)"),
+        Reply::tool("python", "print('B' * 3000)"),
+        Reply::text("done"),
+    ])
+    .await;
+    let home = Home::new();
+    let out = home
+        .task(
+            &server,
+            "openai",
+            "fill the window",
+            &["-y", "--context-window", "1900", "--max-tokens", "200"],
+        )
+        .await;
+    assert_status(&out, 0);
+    assert!(
+        text(&out.stderr).contains("oldest messages were left out"),
+        "{}",
+        text(&out.stderr)
+    );
+    let last = server.chats()[2].all_text();
+    assert!(
+        last.contains("BBBB") && !last.contains("AAAA"),
+        "the newest kept, the oldest dropped"
+    );
+    // Calls and results travel together: every tool result has its call.
+    let messages = server.chats()[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    for m in messages.iter().filter(|m| m["role"] == "tool") {
+        let id = &m["tool_call_id"];
+        assert!(messages.iter().any(|a| {
+            a["tool_calls"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| &c["id"] == id))
+        }));
+    }
+}
