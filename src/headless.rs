@@ -15,17 +15,20 @@ use crate::engine::{self, Approval};
 use crate::exec::{Language, RunResult, RunStatus};
 use crate::protocol::{Decision, ErrorKind, Event, Op, ProposedBlock, TurnEnd};
 use crate::shutdown;
+use crate::term::{self, KeyPump};
 
 pub async fn run(settings: Settings, task: String, json: bool) -> i32 {
-    let asking = std::io::stdin().is_terminal();
+    let terminal = std::io::stdin().is_terminal();
     let approval = if settings.auto_run {
         Approval::Auto
-    } else if asking {
+    } else if terminal {
         Approval::Ask
     } else {
         Approval::Deny
     };
-    let config = match settings.engine_config(approval, true) {
+    // With a terminal, keys reach running blocks (input(), passwords); without one, a block
+    // that reads sees end-of-file instead of waiting for nobody.
+    let config = match settings.engine_config(approval, !terminal) {
         Ok(config) => config,
         Err(message) => {
             eprintln!("oi-tui: {message}");
@@ -47,10 +50,30 @@ pub async fn run(settings: Settings, task: String, json: bool) -> i32 {
     watch_interrupts(ops.clone());
     let _ = ops.send(Op::UserMessage { text: task });
 
+    let mut keys = terminal.then(KeyPump::start);
     let mut out = Transcript::new(json);
     let mut status = 1;
     let mut blocks: Vec<ProposedBlock> = Vec::new();
-    while let Some(event) = events.recv().await {
+    let mut running = false;
+    loop {
+        let event = tokio::select! {
+            event = events.recv() => match event {
+                Some(event) => event,
+                None => break,
+            },
+            chunk = next_key(&mut keys), if running => {
+                match chunk {
+                    Some(chunk) if !chunk.is_empty() => {
+                        let _ = ops.send(Op::Input { data: chunk });
+                    }
+                    _ => {
+                        let _ = ops.send(Op::Input { data: vec![0x04] });
+                        keys = None;
+                    }
+                }
+                continue;
+            }
+        };
         out.event(&event);
         match event {
             Event::BlockProposed { block, .. } => blocks.push(block),
@@ -58,8 +81,28 @@ pub async fn run(settings: Settings, task: String, json: bool) -> i32 {
                 let Some(block) = blocks.iter().find(|b| b.id == block_id).cloned() else {
                     continue;
                 };
-                let decision = ask(&block).await;
+                let decision = match keys.as_mut() {
+                    Some(keys) => ask(&block, keys).await,
+                    None => Decision::Skip {
+                        reason: Some("Nobody can answer: standard input is closed.".to_string()),
+                    },
+                };
                 let _ = ops.send(Op::Decision { block_id, decision });
+            }
+            Event::ExecStarted { .. } => {
+                if let Some(keys) = &keys
+                    && term::keys_mode()
+                {
+                    keys.set_active(true);
+                    running = true;
+                }
+            }
+            Event::ExecFinished { .. } => {
+                if let Some(keys) = &keys {
+                    keys.set_active(false);
+                }
+                term::line_mode();
+                running = false;
             }
             Event::Error { kind, .. } => {
                 status = match kind {
@@ -78,8 +121,16 @@ pub async fn run(settings: Settings, task: String, json: bool) -> i32 {
         }
     }
     let _ = engine_task.await;
+    term::line_mode();
     out.finish();
     status
+}
+
+async fn next_key(keys: &mut Option<KeyPump>) -> Option<Vec<u8>> {
+    match keys {
+        Some(keys) => keys.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Ctrl-C: the first stops the running block and then the turn; a second exits.
@@ -105,23 +156,14 @@ fn watch_interrupts(ops: mpsc::UnboundedSender<Op>) {
 }
 
 /// Asks on the terminal whether to run a block: y runs it, n skips it, e edits it first.
-async fn ask(block: &ProposedBlock) -> Decision {
+async fn ask(block: &ProposedBlock, keys: &mut KeyPump) -> Decision {
     let language = block.language.map_or("", Language::name).to_string();
     let original = block.code.clone();
     let mut code = original.clone();
     loop {
         eprint!("Run this {language} block? [y/n/e] ");
         let _ = std::io::stderr().flush();
-        let line = tokio::task::spawn_blocking(|| {
-            let mut line = String::new();
-            match std::io::stdin().read_line(&mut line) {
-                Ok(0) | Err(_) => None,
-                Ok(_) => Some(line),
-            }
-        })
-        .await
-        .ok()
-        .flatten();
+        let line = keys.line().await;
         let Some(line) = line else {
             eprintln!();
             return Decision::Skip {
@@ -141,6 +183,7 @@ async fn ask(block: &ProposedBlock) -> Decision {
                 let edited = {
                     let code = code.clone();
                     let ext = block.language.map_or("txt", |l| l.extension());
+                    term::line_mode();
                     tokio::task::spawn_blocking(move || edit(&code, ext)).await
                 };
                 match edited {
@@ -246,7 +289,11 @@ impl Transcript {
                     Some(language) => language.name(),
                     None => block.language_tag.as_str(),
                 };
-                let mut text = format!("\n┌─ {name} · block {index}{}\n", of_count(*of));
+                let mut text = format!(
+                    "\n┌─ {name} · block {}{}\n",
+                    block.id,
+                    of_count(*index, *of)
+                );
                 if !self.message.contains(block.code.trim()) || block.code.trim().is_empty() {
                     for line in block.code.lines() {
                         text.push_str(&format!("│ {line}\n"));
@@ -332,9 +379,10 @@ impl Transcript {
     }
 }
 
-fn of_count(of: usize) -> String {
+/// ` (2 of 3)` for one of several blocks in a reply; nothing for a reply's only block.
+fn of_count(index: usize, of: usize) -> String {
     if of > 1 {
-        format!(" of {of}")
+        format!(" ({index} of {of})")
     } else {
         String::new()
     }

@@ -12,3 +12,4 @@ pub mod models;
 pub mod protocol;
 pub mod run;
 pub mod shutdown;
+pub mod term;

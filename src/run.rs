@@ -4,7 +4,7 @@
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -12,9 +12,7 @@ use anyhow::{Context, Result, bail};
 use crate::cli::RunArgs;
 use crate::exec::{Block, KernelConfig, Kernels, Language, RunResult, RunStatus};
 use crate::shutdown;
-
-/// The terminal settings to put back on exit, when they were changed.
-static SAVED_TERMIOS: Mutex<Option<libc::termios>> = Mutex::new(None);
+use crate::term::{self, KeyPump};
 
 pub async fn run(args: RunArgs) -> Result<i32> {
     let language = Language::parse(&args.language).with_context(|| {
@@ -48,8 +46,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     let kernels = Arc::new(Kernels::new(config));
     let stdin_is_terminal = std::io::stdin().is_terminal() && !args.json;
     let reading_stdin_for_code = args.files.iter().any(|f| f.as_os_str() == "-");
-    if stdin_is_terminal && !reading_stdin_for_code {
-        shutdown::on_exit_restore_terminal(restore_terminal);
+    if stdin_is_terminal && !reading_stdin_for_code && term::keys_mode() {
         forward_keys(kernels.clone());
     }
     watch_signals(kernels.clone());
@@ -75,6 +72,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         }
     }
     kernels.shutdown().await;
+    term::line_mode();
     Ok(last)
 }
 
@@ -136,47 +134,20 @@ fn terminal_size() -> Option<(u16, u16)> {
     (ok && ws.ws_row > 0 && ws.ws_col > 0).then_some((ws.ws_row, ws.ws_col))
 }
 
-/// Sends keystrokes to the running block as they are typed. This terminal stops echoing and
-/// line-editing, since the kernel's PTY does both; Ctrl-C still raises SIGINT here.
+/// Sends keystrokes to the running block as they are typed.
 fn forward_keys(kernels: Arc<Kernels>) {
-    // SAFETY: tcgetattr/tcsetattr on standard input with a termios struct we own.
-    unsafe {
-        let mut t: libc::termios = std::mem::zeroed();
-        if libc::tcgetattr(libc::STDIN_FILENO, &mut t) != 0 {
-            return;
-        }
-        if let Ok(mut saved) = SAVED_TERMIOS.lock() {
-            *saved = Some(t);
-        }
-        t.c_lflag &= !(libc::ICANON | libc::ECHO);
-        t.c_cc[libc::VMIN] = 1;
-        t.c_cc[libc::VTIME] = 0;
-        libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &t);
-    }
-    std::thread::spawn(move || {
-        let mut stdin = std::io::stdin();
-        let mut buf = [0u8; 1024];
-        while let Ok(n) = stdin.read(&mut buf) {
-            if n == 0 {
+    let mut keys = KeyPump::start();
+    keys.set_active(true);
+    tokio::spawn(async move {
+        while let Some(chunk) = keys.recv().await {
+            if chunk.is_empty() {
                 let _ = kernels.send_eof();
                 break;
             }
             // Keys typed while no block runs have nowhere to go.
-            let _ = kernels.write_input(&buf[..n]);
+            let _ = kernels.write_input(&chunk);
         }
     });
-}
-
-/// Puts this terminal's settings back, if they were changed.
-fn restore_terminal() {
-    if let Ok(mut saved) = SAVED_TERMIOS.lock()
-        && let Some(t) = saved.take()
-    {
-        // SAFETY: tcsetattr on standard input with the settings read at start.
-        unsafe {
-            libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &t);
-        }
-    }
 }
 
 fn watch_signals(kernels: Arc<Kernels>) {

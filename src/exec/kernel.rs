@@ -295,7 +295,9 @@ impl Kernel {
                 capture.feed(b);
             };
             if let Some(found) = scanner.feed(&chunk, &mut both) {
-                sink(&found.rest);
+                if !found.rest.is_empty() {
+                    sink(&found.rest);
+                }
                 return Some(found.status);
             }
         }

@@ -66,6 +66,12 @@ impl MarkerScanner {
     }
 
     fn scan(&mut self, data: &[u8], emit: &mut dyn FnMut(&[u8])) -> Option<Found> {
+        // Callers never see an empty slice.
+        let emit = &mut |bytes: &[u8]| {
+            if !bytes.is_empty() {
+                emit(bytes);
+            }
+        };
         let prefix_len = self.prefix().len();
         let mut start = 0;
         while let Some(pos) = self.finder.find(&data[start..]) {
@@ -203,6 +209,16 @@ mod tests {
         let (out, found) = run(&mut s, &[b"x"]);
         assert_eq!(found, None);
         assert_eq!(out, b"\x1b]53x");
+    }
+
+    #[test]
+    fn never_emits_empty_slices() {
+        let mut s = MarkerScanner::new("n", 1);
+        let mut empties = 0;
+        for chunk in [&b"\x1b]5379;n;1;0\x07"[..], b"", b"\x1b", b"x"] {
+            s.feed(chunk, &mut |b| empties += usize::from(b.is_empty()));
+        }
+        assert_eq!(empties, 0);
     }
 
     #[test]

@@ -208,7 +208,7 @@ async fn fence_mode_runs_two_blocks_of_one_reply_in_order() {
         stdout.find("b4").expect("b4"),
     );
     assert!(a < b, "in order:\n{stdout}");
-    assert!(stdout.contains("block 2 of 2"));
+    assert!(stdout.contains("shell · block 2 (2 of 2)"), "{stdout}");
     let chats = server.chats();
     assert_eq!(chats.len(), 2);
     assert!(chats[0].body.get("tools").is_none(), "no tools offered");
