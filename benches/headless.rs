@@ -27,6 +27,7 @@ fn main() {
     });
 }
 
+#[allow(clippy::zombie_processes)]
 /// Runs oi-tui to its end; returns wall time, its own peak RSS (sampled from /proc) and the
 /// peak RSS wait4 reports (the largest of it and the children it reaped), in KB.
 async fn measure(args: Vec<String>, dir: &std::path::Path) -> (Duration, u64, u64) {
@@ -45,7 +46,9 @@ async fn measure(args: Vec<String>, dir: &std::path::Path) -> (Duration, u64, u6
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("spawn");
+            // Reaped below with wait4(2), which also reports the peak RSS.
             let pid = child.id() as i32;
+            std::mem::forget(child);
             let mut own_peak = 0;
             let mut status = 0;
             let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
