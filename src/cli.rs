@@ -84,6 +84,12 @@ pub struct Options {
     /// Times a failed request to the model server is tried again (default 4).
     #[arg(long, value_name = "N")]
     pub max_retries: Option<u32>,
+    /// Open the workbench on a built-in scripted model, to try it with nothing installed.
+    #[arg(long)]
+    pub demo: bool,
+    /// The colour theme: dark, light, high-contrast, or the path of a theme file.
+    #[arg(long, value_name = "NAME")]
+    pub theme: Option<String>,
     /// List the configured provider's models, or, with none configured, what the usual
     /// local servers (Ollama, llama.cpp, LM Studio) offer.
     #[arg(long)]
@@ -116,6 +122,7 @@ impl Options {
                 idle_timeout: self.idle_timeout,
                 max_output: None,
                 max_retries: self.max_retries,
+                theme: self.theme.clone(),
             },
         }
     }

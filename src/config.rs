@@ -38,6 +38,8 @@ pub struct FileSettings {
     pub max_output: Option<usize>,
     /// Times a failed request to the model server is tried again.
     pub max_retries: Option<u32>,
+    /// The workbench's colour theme.
+    pub theme: Option<String>,
 }
 
 const KEYS: &[&str] = &[
@@ -59,6 +61,7 @@ const KEYS: &[&str] = &[
     "idle_timeout",
     "max_output",
     "max_retries",
+    "theme",
 ];
 
 #[derive(Debug, Default)]
@@ -108,6 +111,7 @@ pub struct Settings {
     pub idle_timeout: Duration,
     pub max_output: usize,
     pub max_retries: u32,
+    pub theme: String,
     /// The config file read, if any.
     pub config_path: Option<PathBuf>,
     /// Things worth saying that are not errors (unknown keys).
@@ -162,7 +166,7 @@ impl Settings {
             },
         };
         Ok(crate::engine::EngineConfig {
-            provider,
+            provider: Some(provider),
             tools: self.tools,
             approval,
             system_message: self.system_message.clone(),
@@ -364,6 +368,7 @@ pub fn load(
             .rev()
             .find_map(|s| s.max_retries)
             .unwrap_or(RetryPolicy::default().max_retries),
+        theme: pick(&|s| s.theme.clone()).unwrap_or_else(|| "dark".to_string()),
         config_path,
         warnings,
     })

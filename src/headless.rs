@@ -335,7 +335,7 @@ impl Transcript {
                 "oi-tui: the request failed ({reason}); retry {attempt} of {max} in {:.1} s",
                 *delay_ms as f64 / 1000.0
             ),
-            Event::Notice { message } => {
+            Event::Notice { message } | Event::HistoryChanged { note: message, .. } => {
                 self.line_break();
                 eprintln!("oi-tui: {message}");
             }

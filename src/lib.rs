@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod engine;
 pub mod exec;
 pub mod headless;
@@ -13,3 +14,4 @@ pub mod protocol;
 pub mod run;
 pub mod shutdown;
 pub mod term;
+pub mod tui;

@@ -1,6 +1,6 @@
 //! The `oi-tui` binary: parse the arguments, pick a face, nothing else.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 
 use clap::Parser;
 
@@ -64,10 +64,13 @@ async fn model_loop(options: Options) -> i32 {
         return models::list(&settings).await;
     }
     let Some(task) = options.task else {
-        eprintln!(
-            "oi-tui: the full-screen workbench is not built yet. Run a task headless with --task \"...\", or try the kernels with `oi-tui run`. See oi-tui --help."
-        );
-        return USAGE_ERROR;
+        if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+            eprintln!(
+                "oi-tui: the workbench needs a terminal; run a task headless with --task \"...\" (see oi-tui --help)"
+            );
+            return USAGE_ERROR;
+        }
+        return oi_tui::tui::run(settings, options.demo).await;
     };
     let task = if task == "-" {
         let mut text = String::new();

@@ -101,7 +101,8 @@ async fn configured(settings: &Settings, provider: ProviderKind) -> i32 {
     }
 }
 
-async fn probe() -> i32 {
+/// Asks the usual local servers for their models, all at once, quickly.
+pub async fn probe_local() -> Vec<Answer<'static>> {
     let lookups = LOCAL_SERVERS
         .iter()
         .map(|(name, provider, base)| async move {
@@ -111,7 +112,19 @@ async fn probe() -> i32 {
             };
             (*name, *provider, *base, result)
         });
-    let answers = futures_util::future::join_all(lookups).await;
+    futures_util::future::join_all(lookups).await
+}
+
+/// The servers probed, one line each, for messages.
+pub fn probed_servers() -> Vec<String> {
+    LOCAL_SERVERS
+        .iter()
+        .map(|(name, _, base)| format!("{name} at {base}"))
+        .collect()
+}
+
+async fn probe() -> i32 {
+    let answers = probe_local().await;
     let mut found = 0;
     for (name, provider, base, result) in &answers {
         if let Ok(models) = result {
@@ -143,21 +156,26 @@ async fn probe() -> i32 {
     1
 }
 
-type Answer<'a> = (
+/// What one local server answered: its name, API, base URL and models (or why not).
+pub type Answer<'a> = (
     &'a str,
     ProviderKind,
     &'a str,
     Result<Vec<crate::llm::ModelInfo>, String>,
 );
 
+/// The first model any local server offers, as `provider/name`, with its base URL.
+pub fn first_local_model(answers: &[Answer<'_>]) -> Option<(String, String)> {
+    answers.iter().find_map(|(_, provider, base, r)| {
+        r.as_ref()
+            .ok()
+            .and_then(|m| m.first())
+            .map(|m| (format!("{provider}/{}", m.id), base.to_string()))
+    })
+}
+
 fn first_model(answers: &[Answer<'_>]) -> String {
-    answers
-        .iter()
-        .find_map(|(_, provider, _, r)| {
-            r.as_ref()
-                .ok()
-                .and_then(|m| m.first())
-                .map(|m| format!("{provider}/{}", m.id))
-        })
+    first_local_model(answers)
+        .map(|(m, _)| m)
         .unwrap_or_default()
 }

@@ -27,6 +27,15 @@ pub enum Op {
     Input { data: Vec<u8> },
     /// The terminal pane's new size.
     Resize { rows: u16, cols: u16 },
+    /// Run a shell command the person typed (`!cmd`), outside the model loop; its output goes
+    /// to the model as context with the next message.
+    Shell { command: String },
+    /// Start a new conversation: history cleared, kernels restarted.
+    Reset,
+    /// Drop the last exchange (the last user message and everything after it).
+    Undo,
+    /// Talk to another model from now on (`provider/name`).
+    SetModel { model: String },
     /// Stop the engine.
     Shutdown,
 }
@@ -41,8 +50,9 @@ pub enum Decision {
     Edit { code: String },
     /// Do not run it; tell the model, with the reason when there is one.
     Skip { reason: Option<String> },
-    /// Run it, and run every later block of this session without asking.
-    RunAlways,
+    /// Run it (as edited, when `code` is given), and every later block of this session
+    /// without asking.
+    RunAlways { code: Option<String> },
     /// Run nothing more, and end the turn.
     Abort,
 }
@@ -90,7 +100,7 @@ pub enum ErrorKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
-    /// The engine is ready: what it talks to.
+    /// The engine is ready: what it talks to (`model` is empty when none is configured).
     SessionConfigured {
         model: String,
         api_base: String,
@@ -159,6 +169,8 @@ pub enum Event {
     Error { kind: ErrorKind, message: String },
     /// The turn is over.
     TurnFinished { end: TurnEnd },
+    /// The conversation changed outside a turn (reset, undo, another model).
+    HistoryChanged { messages: usize, note: String },
 }
 
 /// Output bytes travel as bytes in the process and as (lossy) text in JSON.

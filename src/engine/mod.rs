@@ -53,7 +53,9 @@ impl Approval {
 /// Everything the engine needs to know.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    pub provider: ProviderConfig,
+    /// The model's server; None until a model is configured (messages then fail clearly,
+    /// `!cmd` still works).
+    pub provider: Option<ProviderConfig>,
     /// Offer the `execute` tool (else fenced blocks are the proposals).
     pub tools: bool,
     pub approval: Approval,
@@ -88,7 +90,10 @@ pub struct EngineHandle {
 
 /// Starts the engine on the current tokio runtime.
 pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
-    let client = Client::new(config.provider.clone())?;
+    let client = match &config.provider {
+        Some(provider) => Some(Client::new(provider.clone())?),
+        None => None,
+    };
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let kernels = Arc::new(Kernels::new(config.kernels.clone()));
@@ -113,6 +118,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
         ops_closed: false,
         queued: VecDeque::new(),
         shutdown: false,
+        context: Vec::new(),
     };
     let task = tokio::spawn(engine.run());
     Ok(EngineHandle {
@@ -124,7 +130,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
 
 struct Engine {
     config: EngineConfig,
-    client: Client,
+    client: Option<Client>,
     kernels: Arc<Kernels>,
     facts: prompt::Facts,
     memory: memory::Memory,
@@ -139,31 +145,27 @@ struct Engine {
     /// Messages that arrived during a turn, sent when it ends.
     queued: VecDeque<String>,
     shutdown: bool,
+    /// What the person ran with `!cmd` since their last message, for the model to see.
+    context: Vec<String>,
 }
 
 impl Engine {
     async fn run(mut self) {
-        if self.tools
+        if let Some(client) = &self.client
+            && self.tools
             && self
                 .memory
-                .rejects_tools(&self.client.config().spec, &self.client.config().api_base)
+                .rejects_tools(&client.config().spec, &client.config().api_base)
         {
             self.tools = false;
+            let spec = client.config().spec.to_string();
             self.emit(Event::Notice {
                 message: format!(
-                    "{} rejected tools before, so code is proposed as fenced blocks.",
-                    self.client.config().spec
+                    "{spec} rejected tools before, so code is proposed as fenced blocks."
                 ),
             });
         }
-        let provider = self.client.config();
-        self.emit(Event::SessionConfigured {
-            model: provider.spec.to_string(),
-            api_base: provider.api_base.clone(),
-            tools: self.tools,
-            approval: self.approval.name().to_string(),
-            cwd: self.config.kernels.cwd.display().to_string(),
-        });
+        self.configured();
         while !self.shutdown {
             let op = match self.queued.pop_front() {
                 Some(text) => Op::UserMessage { text },
@@ -175,11 +177,127 @@ impl Engine {
             };
             match op {
                 Op::UserMessage { text } => self.turn(text).await,
+                Op::Shell { command } => self.shell(command).await,
+                Op::Reset => {
+                    self.history.clear();
+                    self.context.clear();
+                    self.kernels.shutdown().await;
+                    self.emit(Event::HistoryChanged {
+                        messages: 0,
+                        note: "New conversation: the history is empty and the kernels restart with their next block.".to_string(),
+                    });
+                }
+                Op::Undo => self.undo(),
+                Op::SetModel { model } => self.set_model(&model),
                 Op::Shutdown => break,
                 other => self.side_op(other),
             }
         }
         self.kernels.shutdown().await;
+    }
+
+    fn configured(&self) {
+        let (model, api_base) = match &self.client {
+            Some(client) => (
+                client.config().spec.to_string(),
+                client.config().api_base.clone(),
+            ),
+            None => (String::new(), String::new()),
+        };
+        self.emit(Event::SessionConfigured {
+            model,
+            api_base,
+            tools: self.tools,
+            approval: self.approval.name().to_string(),
+            cwd: self.config.kernels.cwd.display().to_string(),
+        });
+    }
+
+    /// `!cmd`: runs in the shell kernel, shown like a block, remembered for the next message.
+    async fn shell(&mut self, command: String) {
+        let id = self.take_block_id();
+        let (result, _) = self
+            .execute(id, Language::Shell, command.clone(), false)
+            .await;
+        self.context.push(format!(
+            "The user ran `{}` in the shell:\n{}",
+            command.trim(),
+            result.for_model()
+        ));
+    }
+
+    fn undo(&mut self) {
+        let last_user = self
+            .history
+            .iter()
+            .rposition(|m| m.role == crate::llm::Role::User && m.tool_call_id.is_none());
+        let note = match last_user {
+            Some(at) => {
+                let dropped = self.history.len() - at;
+                self.history.truncate(at);
+                format!(
+                    "Dropped the last exchange ({dropped} messages). Kernel state (variables, files) is not undone."
+                )
+            }
+            None => "Nothing to undo.".to_string(),
+        };
+        self.emit(Event::HistoryChanged {
+            messages: self.history.len(),
+            note,
+        });
+    }
+
+    fn set_model(&mut self, model: &str) {
+        let spec = match crate::llm::ModelSpec::parse(model) {
+            Ok(spec) => spec,
+            Err(message) => {
+                self.emit(Event::Error {
+                    kind: crate::protocol::ErrorKind::Config,
+                    message,
+                });
+                return;
+            }
+        };
+        let mut provider = match (&self.client, &self.config.provider) {
+            (Some(client), _) => client.config().clone(),
+            (None, Some(p)) => p.clone(),
+            (None, None) => crate::llm::ProviderConfig {
+                api_base: spec.provider.default_base(),
+                spec: spec.clone(),
+                api_key: spec
+                    .provider
+                    .key_variable()
+                    .and_then(|v| std::env::var(v).ok())
+                    .map(crate::llm::Secret::new),
+                connect_timeout: Duration::from_secs(10),
+                idle_timeout: Duration::from_secs(300),
+                retry: crate::llm::RetryPolicy::default(),
+            },
+        };
+        if provider.spec.provider != spec.provider {
+            provider.api_base = spec.provider.default_base();
+            provider.api_key = spec
+                .provider
+                .key_variable()
+                .and_then(|v| std::env::var(v).ok())
+                .map(crate::llm::Secret::new);
+        }
+        provider.spec = spec;
+        match Client::new(provider) {
+            Ok(client) => {
+                self.client = Some(client);
+                self.tools = self.config.tools;
+                self.configured();
+                self.emit(Event::HistoryChanged {
+                    messages: self.history.len(),
+                    note: format!("Now talking to {model}; the conversation goes on."),
+                });
+            }
+            Err(e) => self.emit(Event::Error {
+                kind: crate::protocol::ErrorKind::Config,
+                message: e.message,
+            }),
+        }
     }
 
     fn emit(&self, event: Event) {
@@ -202,6 +320,12 @@ fn side_op(kernels: &Kernels, queued: &mut VecDeque<String>, shutdown: &mut bool
         Op::Resize { rows, cols } => kernels.resize(rows, cols),
         Op::UserMessage { text } => queued.push_back(text),
         Op::Shutdown => *shutdown = true,
-        Op::Interrupt | Op::Decision { .. } => {}
+        // Conversation changes wait for the turn to end: queue them as messages would be.
+        Op::Interrupt
+        | Op::Decision { .. }
+        | Op::Shell { .. }
+        | Op::Reset
+        | Op::Undo
+        | Op::SetModel { .. } => {}
     }
 }

@@ -37,6 +37,21 @@ const STOPPED: &str = "Not run: the user stopped the turn before this block.";
 
 impl Engine {
     pub(super) async fn turn(&mut self, text: String) {
+        if self.client.is_none() {
+            self.emit(Event::Error {
+                kind: ErrorKind::Config,
+                message: "No model is configured, so there is nobody to send this to. Start oi-tui with --model provider/name (or --demo to try it), or type !command to run a shell command yourself.".to_string(),
+            });
+            return self.finish(TurnEnd::Error);
+        }
+        let text = if self.context.is_empty() {
+            text
+        } else {
+            let mut context = std::mem::take(&mut self.context).join("\n");
+            context.push_str("\n\n");
+            context.push_str(&text);
+            context
+        };
         self.history.push(Message::user(text));
         let mut declined_before = false;
         let mut fell_back = false;
@@ -150,8 +165,11 @@ impl Engine {
 
     fn fall_back_to_fences(&mut self, error: &LlmError) {
         self.tools = false;
-        let spec = self.client.config().spec.clone();
-        let base = self.client.config().api_base.clone();
+        let Some(client) = &self.client else {
+            return;
+        };
+        let spec = client.config().spec.clone();
+        let base = client.config().api_base.clone();
         let saved = self.memory.remember_rejects_tools(&spec, &base);
         let mut message = format!(
             "{} Falling back to fenced code blocks for this model (remembered for next time).",
@@ -241,8 +259,11 @@ impl Engine {
                 }
             }
         };
+        let Some(client) = &self.client else {
+            return Streamed::Interrupted(reply);
+        };
         let result = {
-            let stream = self.client.stream(request, &mut on_event);
+            let stream = client.stream(request, &mut on_event);
             tokio::pin!(stream);
             loop {
                 tokio::select! {
@@ -338,7 +359,7 @@ impl Engine {
         }
     }
 
-    fn take_block_id(&mut self) -> BlockId {
+    pub(super) fn take_block_id(&mut self) -> BlockId {
         let id = self.next_block;
         self.next_block += 1;
         id
@@ -367,14 +388,20 @@ impl Engine {
         let decision = self.decide(proposal.block.id).await;
         let (code, edited) = match decision {
             Decision::Run => (proposal.block.code.clone(), false),
-            Decision::RunAlways => {
+            Decision::RunAlways { code } => {
                 self.approval = Approval::Auto;
                 self.emit(Event::Notice {
                     message:
                         "Auto-run is on: the rest of this session's blocks run without asking."
                             .to_string(),
                 });
-                (proposal.block.code.clone(), false)
+                match code {
+                    Some(code) => {
+                        let edited = code != proposal.block.code;
+                        (code, edited)
+                    }
+                    None => (proposal.block.code.clone(), false),
+                }
             }
             Decision::Edit { code } => {
                 let edited = code != proposal.block.code;
@@ -457,7 +484,7 @@ impl Engine {
     }
 
     /// Runs a block, streaming its output as events; an interrupt reaches the kernel.
-    async fn execute(
+    pub(super) async fn execute(
         &mut self,
         block_id: BlockId,
         language: Language,

@@ -1,0 +1,165 @@
+//! Syntax highlighting with syntect, loaded once in the background (it takes a while in a
+//! debug build) and capped, so that a huge line never stalls a frame: lines longer than
+//! `MAX_LINE` characters, and lines past `MAX_LINES`, are shown plain.
+
+use std::sync::OnceLock;
+
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use syntect::easy::HighlightLines;
+use syntect::highlighting::{FontStyle, ThemeSet};
+use syntect::parsing::SyntaxSet;
+
+use super::theme::{Depth, adapt};
+
+const MAX_LINE: usize = 400;
+const MAX_LINES: usize = 3000;
+
+struct Loaded {
+    syntaxes: SyntaxSet,
+    themes: ThemeSet,
+}
+
+static LOADED: OnceLock<Loaded> = OnceLock::new();
+
+/// Starts loading the syntax definitions in a background thread.
+pub fn preload() {
+    std::thread::spawn(|| {
+        LOADED.get_or_init(|| Loaded {
+            syntaxes: SyntaxSet::load_defaults_newlines(),
+            themes: ThemeSet::load_defaults(),
+        });
+    });
+}
+
+/// Whether highlighting is ready (until then, code is shown plain).
+pub fn ready() -> bool {
+    LOADED.get().is_some()
+}
+
+/// Replaces control characters with visible symbols, so that nothing from a model or a
+/// program's text is ever written raw to the terminal. Tabs become four spaces.
+pub fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\t' => out.push_str("    "),
+            '\n' => out.push('\n'),
+            c if (c as u32) < 0x20 => out.push(char::from_u32(0x2400 + c as u32).unwrap_or('?')),
+            '\u{7f}' => out.push('\u{2421}'),
+            c if ('\u{80}'..'\u{a0}').contains(&c) => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The code as styled lines, or plain lines when highlighting is not ready or the language
+/// is unknown.
+pub fn highlight(
+    code: &str,
+    language: &str,
+    syntax_theme: &str,
+    depth: Depth,
+) -> Vec<Line<'static>> {
+    let code = code.replace("\r\n", "\n");
+    let plain = |line: &str| Line::from(visible(line));
+    let Some(loaded) = LOADED.get().filter(|_| depth != Depth::None) else {
+        return code.lines().map(plain).collect();
+    };
+    let syntax = loaded
+        .syntaxes
+        .find_syntax_by_token(syntax_token(language))
+        .or_else(|| loaded.syntaxes.find_syntax_by_token(language));
+    let theme = loaded
+        .themes
+        .themes
+        .get(syntax_theme)
+        .or_else(|| loaded.themes.themes.values().next());
+    let (Some(syntax), Some(theme)) = (syntax, theme) else {
+        return code.lines().map(plain).collect();
+    };
+    let mut highlighter = HighlightLines::new(syntax, theme);
+    let mut lines = Vec::new();
+    for (i, line) in code.lines().enumerate() {
+        if i >= MAX_LINES || line.chars().count() > MAX_LINE {
+            lines.push(plain(line));
+            continue;
+        }
+        let with_newline = format!("{line}\n");
+        match highlighter.highlight_line(&with_newline, &loaded.syntaxes) {
+            Ok(ranges) => lines.push(Line::from(
+                ranges
+                    .into_iter()
+                    .map(|(style, text)| {
+                        let mut s = Style::new();
+                        let fg = ratatui::style::Color::Rgb(
+                            style.foreground.r,
+                            style.foreground.g,
+                            style.foreground.b,
+                        );
+                        if let Some(c) = adapt(fg, depth) {
+                            s = s.fg(c);
+                        }
+                        if style.font_style.contains(FontStyle::BOLD) {
+                            s = s.add_modifier(Modifier::BOLD);
+                        }
+                        if style.font_style.contains(FontStyle::ITALIC) {
+                            s = s.add_modifier(Modifier::ITALIC);
+                        }
+                        Span::styled(visible(text.trim_end_matches('\n')), s)
+                    })
+                    .collect::<Vec<_>>(),
+            )),
+            Err(_) => lines.push(plain(line)),
+        }
+    }
+    lines
+}
+
+/// The syntect token for a language name or fence tag.
+fn syntax_token(language: &str) -> &str {
+    match language.to_ascii_lowercase().as_str() {
+        "python" | "py" | "python3" => "py",
+        "shell" | "bash" | "sh" | "zsh" => "sh",
+        "javascript" | "js" | "node" => "js",
+        "r" => "r",
+        "ruby" | "rb" => "rb",
+        "perl" | "pl" => "pl",
+        "java" => "java",
+        "html" => "html",
+        _ => "txt",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_become_visible() {
+        assert_eq!(
+            visible("a\x1b[31mb\x07\tc\x7f"),
+            "a\u{241b}[31mb\u{2407}    c\u{2421}"
+        );
+        assert_eq!(visible("ok\n"), "ok\n");
+    }
+
+    #[test]
+    fn code_highlights_once_loaded_and_long_lines_stay_plain() {
+        LOADED.get_or_init(|| Loaded {
+            syntaxes: SyntaxSet::load_defaults_newlines(),
+            themes: ThemeSet::load_defaults(),
+        });
+        let long = "x".repeat(MAX_LINE + 1);
+        let lines = highlight(
+            &format!("def f():\n    return 1\n{long}"),
+            "python",
+            "base16-ocean.dark",
+            Depth::TrueColor,
+        );
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].spans.len() > 1, "keywords are styled");
+        assert_eq!(lines[2].spans.len(), 1, "a huge line is left plain");
+    }
+}

@@ -1,0 +1,274 @@
+//! The workbench: the full-screen face of the engine. It owns the terminal and nothing else:
+//! everything that is not UI (when to ask, what to tell the model) is the engine's.
+//!
+//! One tokio select loop over terminal events, engine events and redraw requests. The state
+//! changes only through `App::update` (a reducer, `app.rs`); drawing (`view.rs`) reads it.
+//! Frames are drawn only when something changed, at most about 60 a second, so a burst of
+//! output becomes one frame and an idle workbench uses no CPU.
+
+pub mod app;
+pub mod chat;
+pub mod highlight;
+pub mod keys;
+pub mod markdown;
+pub mod theme;
+pub mod view;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    EventStream,
+};
+use crossterm::execute;
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use futures_util::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+
+use crate::config::Settings;
+use crate::engine::{self, Approval, EngineConfig};
+use crate::protocol::Op;
+use crate::{demo, models, shutdown};
+use app::{App, Effect, Focus, Msg};
+use theme::{Depth, Theme};
+
+/// The shortest time between two frames.
+const FRAME: Duration = Duration::from_millis(16);
+/// The spinner's pace while something runs.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Opens the workbench; returns the exit status.
+pub async fn run(settings: Settings, demo_mode: bool) -> i32 {
+    let theme = match Theme::load(&settings.theme, Depth::detect()) {
+        Ok(theme) => theme,
+        Err(message) => {
+            eprintln!("oi-tui: {message}");
+            return 1;
+        }
+    };
+    highlight::preload();
+    let (config, setup) = match engine_config(&settings, demo_mode).await {
+        Ok(pair) => pair,
+        Err(message) => {
+            eprintln!("oi-tui: {message}");
+            return 1;
+        }
+    };
+    let handle = match engine::spawn(config) {
+        Ok(handle) => handle,
+        Err(e) => {
+            eprintln!("oi-tui: {e}");
+            return 1;
+        }
+    };
+    let mut app = App::new(theme);
+    app.setup = setup;
+    if let Err(e) = enter_terminal() {
+        restore_terminal();
+        eprintln!("oi-tui: cannot take over the terminal: {e}");
+        return 1;
+    }
+    shutdown::on_exit_restore_terminal(restore_terminal);
+    watch_signals();
+    let status = match event_loop(&mut app, handle).await {
+        Ok(()) => 0,
+        Err(e) => {
+            restore_terminal();
+            eprintln!("oi-tui: {e}");
+            1
+        }
+    };
+    restore_terminal();
+    status
+}
+
+/// The engine's configuration: the configured model, the demo, a local server that answers,
+/// or none (with the setup panel's text).
+async fn engine_config(
+    settings: &Settings,
+    demo_mode: bool,
+) -> Result<(EngineConfig, Option<String>), String> {
+    let approval = if settings.auto_run {
+        Approval::Auto
+    } else {
+        Approval::Ask
+    };
+    let mut settings = settings.clone();
+    if demo_mode {
+        let base = demo::start()
+            .await
+            .map_err(|e| format!("cannot start the demo model: {e}"))?;
+        settings.model = Some(crate::llm::ModelSpec::parse("openai/demo")?);
+        settings.api_base = Some(base);
+        settings.api_key = None;
+        settings.tools = true;
+        return Ok((settings.engine_config(approval, false)?, None));
+    }
+    if settings.model.is_some() {
+        return Ok((settings.engine_config(approval, false)?, None));
+    }
+    let answers = models::probe_local().await;
+    if let Some((model, base)) = models::first_local_model(&answers) {
+        settings.model = Some(crate::llm::ModelSpec::parse(&model)?);
+        settings.api_base = Some(base);
+        return Ok((settings.engine_config(approval, false)?, None));
+    }
+    // No model: the engine still runs `!cmd`; messages get a clear error.
+    let probed = models::probed_servers()
+        .iter()
+        .map(|s| format!("- {s}: no answer"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let setup = format!(
+        "# No model yet\n\nNo model is configured, and no local model server answered:\n\n{probed}\n\nTo use one:\n\n- **Ollama**: `ollama serve`, `ollama pull qwen2.5-coder:7b`, then `oi-tui --model ollama/qwen2.5-coder:7b`\n- **llama.cpp, LM Studio, vLLM**: `oi-tui --model openai/NAME --api-base http://localhost:8080/v1`\n- **OpenAI**: set `OPENAI_API_KEY`, then `oi-tui --model openai/gpt-4o-mini`\n- **Anthropic**: set `ANTHROPIC_API_KEY`, then `oi-tui --model anthropic/claude-sonnet-4-5`\n\nOr put `model = \"...\"` in the config file. To try the workbench now, restart with `oi-tui --demo`.\n\nMeanwhile `!command` runs a shell command here. Ctrl-C twice quits."
+    );
+    let mut config = settings.engine_config(approval, false).or_else(|_| {
+        let mut with_any = settings.clone();
+        with_any.model = crate::llm::ModelSpec::parse("ollama/none").ok();
+        with_any.engine_config(approval, false)
+    })?;
+    config.provider = None;
+    Ok((config, Some(setup)))
+}
+
+fn enter_terminal() -> std::io::Result<()> {
+    enable_raw_mode()?;
+    execute!(
+        std::io::stdout(),
+        EnterAlternateScreen,
+        EnableMouseCapture,
+        EnableBracketedPaste
+    )
+}
+
+/// Puts the terminal back: raw mode off, the main screen back, the cursor shown.
+pub fn restore_terminal() {
+    let _ = execute!(
+        std::io::stdout(),
+        DisableBracketedPaste,
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    let _ = disable_raw_mode();
+}
+
+fn watch_signals() {
+    use tokio::signal::unix::{SignalKind, signal};
+    for (kind, number) in [
+        (SignalKind::terminate(), libc::SIGTERM),
+        (SignalKind::hangup(), libc::SIGHUP),
+    ] {
+        if let Ok(mut s) = signal(kind) {
+            tokio::spawn(async move {
+                if s.recv().await.is_some() {
+                    shutdown::exit(128 + number);
+                }
+            });
+        }
+    }
+}
+
+async fn event_loop(app: &mut App, handle: engine::EngineHandle) -> std::io::Result<()> {
+    let engine::EngineHandle {
+        ops,
+        mut events,
+        task,
+    } = handle;
+    let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+    let mut input = EventStream::new();
+    let mut dirty = true;
+    let mut last_frame = Instant::now() - FRAME;
+    let mut engine_alive = true;
+    let mut quit = false;
+    while !quit {
+        if dirty && last_frame.elapsed() >= FRAME {
+            let size = terminal.size()?;
+            let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+            let areas = view::layout(area, app);
+            if let Some((rows, cols)) = view::terminal_inner(&areas) {
+                for effect in app.resize_terminal(rows, cols) {
+                    quit |= apply(effect, &ops);
+                }
+            }
+            app.pane_areas = [
+                (Focus::Chat, areas.chat),
+                (Focus::Code, areas.code),
+                (Focus::Terminal, areas.terminal),
+                (Focus::Input, Some(areas.input)),
+            ]
+            .into_iter()
+            .filter_map(|(f, r)| r.map(|r| (f, r)))
+            .collect();
+            terminal.draw(|frame| view::draw(frame, app, &areas))?;
+            last_frame = Instant::now();
+            dirty = false;
+        }
+        let next_frame = tokio::time::Instant::from_std(last_frame + FRAME);
+        let msg = tokio::select! {
+            event = input.next() => match event {
+                Some(Ok(crossterm::event::Event::Key(key))) => Some(Msg::Key(key)),
+                Some(Ok(crossterm::event::Event::Paste(text))) => Some(Msg::Paste(text)),
+                Some(Ok(crossterm::event::Event::Mouse(mouse))) => Some(Msg::Mouse(mouse)),
+                Some(Ok(crossterm::event::Event::Resize(..))) => {
+                    dirty = true;
+                    None
+                }
+                Some(Ok(_)) => None,
+                Some(Err(e)) => return Err(e),
+                None => break,
+            },
+            event = events.recv(), if engine_alive => match event {
+                Some(event) => Some(Msg::Engine(event)),
+                None => {
+                    engine_alive = false;
+                    None
+                }
+            },
+            _ = tokio::time::sleep(TICK), if app.animating() => Some(Msg::Tick),
+            _ = tokio::time::sleep_until(next_frame), if dirty => None,
+        };
+        if let Some(msg) = msg {
+            for effect in app.update(msg) {
+                quit |= apply(effect, &ops);
+            }
+            dirty = true;
+            // Take what else the engine has ready, so that a burst of output is one frame.
+            for _ in 0..4096 {
+                let Ok(event) = events.try_recv() else {
+                    break;
+                };
+                for effect in app.update(Msg::Engine(event)) {
+                    quit |= apply(effect, &ops);
+                }
+            }
+        }
+    }
+    let _ = ops.send(Op::Shutdown);
+    let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
+    Ok(())
+}
+
+/// Carries out an effect; returns true to quit.
+fn apply(effect: Effect, ops: &tokio::sync::mpsc::UnboundedSender<Op>) -> bool {
+    match effect {
+        Effect::Op(op) => {
+            let _ = ops.send(op);
+            false
+        }
+        Effect::Quit => true,
+        Effect::Copy(text) => {
+            let mut out = std::io::stdout();
+            let _ = execute!(
+                out,
+                crossterm::clipboard::CopyToClipboard::to_clipboard_from(text)
+            );
+            let _ = out.flush();
+            false
+        }
+    }
+}
