@@ -372,6 +372,8 @@ impl App {
                 self.pending = None;
                 self.busy = Busy::Idle;
                 self.in_turn = false;
+                // In a narrow terminal, the answer is what to see next.
+                self.tab = Focus::Chat;
                 match end {
                     TurnEnd::Interrupted => self.chat.push(Entry::Notice("interrupted".into())),
                     TurnEnd::MaxTurns | TurnEnd::Done | TurnEnd::Declined | TurnEnd::Error => {}

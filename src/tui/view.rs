@@ -369,7 +369,13 @@ fn draw_terminal(frame: &mut Frame, app: &App, area: Rect) {
         format!(" Terminal{state}{scrolled}{hint} "),
         app.focus == Focus::Terminal,
     );
-    let widget = PseudoTerminal::new(app.terminal.screen()).block(block);
+    let mut cursor = tui_term::widget::Cursor::default();
+    if !matches!(app.busy, Busy::Running(..)) || app.terminal.screen().hide_cursor() {
+        cursor.hide();
+    }
+    let widget = PseudoTerminal::new(app.terminal.screen())
+        .block(block)
+        .cursor(cursor);
     frame.render_widget(widget, area);
 }
 
@@ -466,7 +472,7 @@ fn shorten_path(path: &str, max: usize) -> String {
 }
 
 fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
-    let r = centered(area, 72, 24);
+    let r = centered(area, 80, 24);
     frame.render_widget(Clear, r);
     let key = |k: &str, what: &str| {
         Line::from(vec![

@@ -4,3 +4,4 @@ mod kernels;
 mod kernels_control;
 mod model_server;
 mod support;
+mod tui_states;
