@@ -1,0 +1,209 @@
+//! The real binary in a real terminal (tmux), against the scripted model server: a prompt,
+//! a highlighted block, live output, an edit with its diff, a skip the model hears of, an
+//! interrupt that keeps the kernel's state, and a quit that restores the terminal.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::model_server::{ModelServer, Reply};
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(command: &str, width: u16, height: u16) -> Tmux {
+        let socket = format!("oi-tui-test-{}-{}", std::process::id(), uuid_like());
+        let status = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+            ])
+            .args(["-x", &width.to_string(), "-y", &height.to_string()])
+            .arg(command)
+            .status()
+            .expect("tmux is installed (the CI script installs it)");
+        assert!(status.success());
+        Tmux { socket }
+    }
+
+    fn send(&self, keys: &[&str]) {
+        let status = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-t", "t"])
+            .args(keys)
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+    }
+
+    fn type_text(&self, text: &str) {
+        let status = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-t", "t", "-l", text])
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+    }
+
+    fn capture(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen shows `needle`; returns the screen.
+    async fn wait_for(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.capture();
+            if screen.contains(needle) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited for {needle:?}; the screen:\n{screen}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+fn uuid_like() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_in_the_workbench() {
+    let server = ModelServer::start(vec![
+        Reply::text("I'll count.").and_tool(
+            "python",
+            "import time\nfor i in range(8):\n    print('tick', i, flush=True)\n    time.sleep(0.2)\nx = 41",
+        ),
+        Reply::tool("shell", "echo original-line"),
+        Reply::tool("python", "print('should be skipped')"),
+        Reply::tool("python", "import time\nprint('long one', flush=True)\ntime.sleep(60)"),
+        Reply::tool("python", "print('x is', x + 1)"),
+        Reply::text("All done."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().expect("dir");
+    let command = format!(
+        "cd '{dir}' && env -u NO_COLOR XDG_CONFIG_HOME='{dir}/config' '{bin}' --model openai/scripted --api-base {base} --data-dir '{dir}/data'; echo EXIT=$?; stty -a | tr ' ;' '\\n\\n' | grep -E '^-?(icanon|echo)$' | tr '\\n' ' '; echo; sleep 60",
+        dir = dir.path().display(),
+        bin = env!("CARGO_BIN_EXE_oi-tui"),
+        base = server.base("openai"),
+    );
+    let tmux = Tmux::start(
+        &format!(
+            "bash --noprofile --norc -c \"{}\"",
+            command.replace('"', "\\\"")
+        ),
+        120,
+        40,
+    );
+
+    tmux.wait_for("Input").await;
+    tmux.type_text("count please");
+    tmux.send(&["Enter"]);
+
+    // The proposed block, with its line numbers, waits for a decision.
+    let screen = tmux.wait_for("awaiting your decision").await;
+    assert!(screen.contains("2 for i in range(8):"), "{screen}");
+    assert!(screen.contains("y run · e edit · n skip"), "{screen}");
+    tmux.send(&["y"]);
+
+    // Output arrives live: the first lines before the block ends.
+    let screen = tmux.wait_for("tick 1").await;
+    assert!(
+        !screen.contains("tick 7"),
+        "lines arrive while the block runs:\n{screen}"
+    );
+    assert!(screen.contains("running"), "{screen}");
+
+    // An edit: the diff, then the edited code's output.
+    tmux.wait_for("echo original-line").await;
+    tmux.wait_for("awaiting your decision").await;
+    tmux.send(&["e"]);
+    tmux.wait_for("Ctrl-S accepts").await;
+    tmux.send(&["End"]);
+    for _ in 0.."original-line".len() {
+        tmux.send(&["BSpace"]);
+    }
+    tmux.type_text("edited-line");
+    tmux.send(&["C-s"]);
+    let screen = tmux.wait_for("proposed → edited").await;
+    assert!(
+        screen.contains("- echo original-line") && screen.contains("+ echo edited-line"),
+        "{screen}"
+    );
+    tmux.send(&["y"]);
+    tmux.wait_for("│edited-line ").await;
+
+    // A skip: the model is told.
+    tmux.wait_for("should be skipped").await;
+    tmux.wait_for("awaiting your decision").await;
+    tmux.send(&["n"]);
+    tmux.wait_for("skipped").await;
+
+    // An interrupt stops the block; the kernel keeps its state.
+    tmux.wait_for("time.sleep(60)").await;
+    tmux.wait_for("awaiting your decision").await;
+    tmux.send(&["y"]);
+    tmux.wait_for("long one").await;
+    tmux.send(&["C-c"]);
+    tmux.wait_for("interrupted").await;
+    tmux.wait_for(" idle ").await;
+    tmux.type_text("go on");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("print('x is', x + 1)").await;
+    tmux.wait_for("awaiting your decision").await;
+    tmux.send(&["y"]);
+    tmux.wait_for("x is 42").await;
+    tmux.wait_for("All done.").await;
+
+    // Quit: the terminal is restored (main screen, echo and line editing back on).
+    tmux.send(&["C-q"]);
+    let screen = tmux.wait_for("EXIT=0").await;
+    assert!(
+        screen.contains("icanon echo") || screen.contains("echo icanon"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("-icanon") && !screen.contains("-echo "),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("Input"),
+        "the workbench's screen is gone:\n{screen}"
+    );
+
+    let chats = server.chats();
+    assert_eq!(chats.len(), 6);
+    assert!(
+        chats[1].all_text().contains("tick 7"),
+        "the first block's output reached the model"
+    );
+    assert!(
+        chats[2].all_text().contains("edited the block")
+            && chats[2].all_text().contains("edited-line")
+    );
+    assert!(chats[3].all_text().contains("The user skipped this block"));
+    assert!(chats[4].all_text().contains("go on"));
+}
