@@ -123,6 +123,7 @@ impl Options {
                 max_output: None,
                 max_retries: self.max_retries,
                 theme: self.theme.clone(),
+                keys: None,
             },
         }
     }

@@ -40,6 +40,8 @@ pub struct FileSettings {
     pub max_retries: Option<u32>,
     /// The workbench's colour theme.
     pub theme: Option<String>,
+    /// Key bindings: action -> key (`run = "y"`, `quit = "ctrl-q"`).
+    pub keys: Option<BTreeMap<String, String>>,
 }
 
 const KEYS: &[&str] = &[
@@ -62,6 +64,7 @@ const KEYS: &[&str] = &[
     "max_output",
     "max_retries",
     "theme",
+    "keys",
 ];
 
 #[derive(Debug, Default)]
@@ -112,6 +115,7 @@ pub struct Settings {
     pub max_output: usize,
     pub max_retries: u32,
     pub theme: String,
+    pub keys: BTreeMap<String, String>,
     /// The config file read, if any.
     pub config_path: Option<PathBuf>,
     /// Things worth saying that are not errors (unknown keys).
@@ -369,6 +373,11 @@ pub fn load(
             .find_map(|s| s.max_retries)
             .unwrap_or(RetryPolicy::default().max_retries),
         theme: pick(&|s| s.theme.clone()).unwrap_or_else(|| "dark".to_string()),
+        keys: layers
+            .iter()
+            .filter_map(|s| s.keys.clone())
+            .flatten()
+            .collect(),
         config_path,
         warnings,
     })

@@ -82,6 +82,7 @@ impl Pending {
 
 pub struct App {
     pub theme: Theme,
+    pub keymap: super::keymap::Keymap,
     pub model: String,
     pub approval: String,
     pub cwd: String,
@@ -124,6 +125,7 @@ impl App {
     pub fn new(theme: Theme) -> App {
         App {
             theme,
+            keymap: super::keymap::Keymap::default(),
             model: String::new(),
             approval: String::new(),
             cwd: String::new(),

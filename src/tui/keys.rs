@@ -8,6 +8,7 @@ use tui_textarea::TextArea;
 
 use super::app::{App, Busy, Effect, Focus, new_input};
 use super::chat::Entry;
+use super::keymap::Action;
 use crate::protocol::{Decision, Op};
 
 /// A second Ctrl-C within this long quits (when nothing runs).
@@ -33,12 +34,14 @@ impl App {
         }
         if self.confirm_quit {
             self.confirm_quit = false;
-            if matches!(key.code, KeyCode::Char('y') | KeyCode::Enter) || ctrl(&key, 'q') {
+            if matches!(key.code, KeyCode::Char('y') | KeyCode::Enter)
+                || self.keymap.is(Action::Quit, &key)
+            {
                 return vec![Effect::Quit];
             }
             return Vec::new();
         }
-        if ctrl(&key, 'q') {
+        if self.keymap.is(Action::Quit, &key) {
             if matches!(self.busy, Busy::Running(..)) {
                 self.confirm_quit = true;
                 return Vec::new();
@@ -50,7 +53,7 @@ impl App {
         }
         // The terminal pane takes every other key while it has focus; Ctrl-G leaves it.
         if self.focus == Focus::Terminal {
-            if ctrl(&key, 'g') {
+            if self.keymap.is(Action::LeaveTerminal, &key) {
                 self.focus = Focus::Input;
                 return Vec::new();
             }
@@ -61,11 +64,11 @@ impl App {
                 _ => self.scroll_terminal(&key),
             };
         }
-        if key.code == KeyCode::F(1) {
+        if self.keymap.is(Action::Help, &key) {
             self.help = true;
             return Vec::new();
         }
-        if ctrl(&key, 'y') {
+        if self.keymap.is(Action::Copy, &key) {
             return self.copy_focused();
         }
         if let Some(effects) = self.pending_key(&key) {
@@ -181,37 +184,38 @@ impl App {
         {
             return None;
         }
-        let decision = match key.code {
-            KeyCode::Char('y') | KeyCode::Enter => match &pending.edited {
+        let keymap = &self.keymap;
+        let decision = if keymap.is(Action::Run, key) || key.code == KeyCode::Enter {
+            match &pending.edited {
                 Some(code) => Decision::Edit { code: code.clone() },
                 None => Decision::Run,
-            },
-            KeyCode::Char('a') => Decision::RunAlways {
+            }
+        } else if keymap.is(Action::Always, key) {
+            self.approval = "auto-run".to_string();
+            Decision::RunAlways {
                 code: pending.edited.clone(),
-            },
-            KeyCode::Char('n') => Decision::Skip { reason: None },
-            KeyCode::Char('e') => {
-                let mut editor =
-                    TextArea::new(pending.code().lines().map(str::to_string).collect());
-                editor.set_line_number_style(self.theme.muted);
-                pending.editor = Some(editor);
-                self.tab = Focus::Code;
-                return Some(Vec::new());
             }
-            KeyCode::Char('r') => {
-                pending.reason = true;
-                self.focus = Focus::Input;
-                self.input = TextArea::default();
-                self.input.set_placeholder_text(
-                    "Why skip it? Enter sends the reason to the model, Esc goes back",
-                );
-                return Some(Vec::new());
-            }
-            KeyCode::Char('?') => {
-                self.help = true;
-                return Some(Vec::new());
-            }
-            _ => return None,
+        } else if keymap.is(Action::Skip, key) {
+            Decision::Skip { reason: None }
+        } else if keymap.is(Action::Edit, key) {
+            let mut editor = TextArea::new(pending.code().lines().map(str::to_string).collect());
+            editor.set_line_number_style(self.theme.muted);
+            pending.editor = Some(editor);
+            self.tab = Focus::Code;
+            return Some(Vec::new());
+        } else if keymap.is(Action::SkipReason, key) {
+            pending.reason = true;
+            self.focus = Focus::Input;
+            self.input = TextArea::default();
+            self.input.set_placeholder_text(
+                "Why skip it? Enter sends the reason to the model, Esc goes back",
+            );
+            return Some(Vec::new());
+        } else if key.code == KeyCode::Char('?') {
+            self.help = true;
+            return Some(Vec::new());
+        } else {
+            return None;
         };
         self.pending = None;
         Some(vec![Effect::Op(Op::Decision {
@@ -479,44 +483,55 @@ pub fn key_bytes(key: &KeyEvent) -> Option<Vec<u8>> {
 }
 
 /// The keys that work now, as (key, what it does), for the approval panel and the help.
-pub fn hints(app: &App) -> Vec<(&'static str, &'static str)> {
+pub fn hints(app: &App) -> Vec<(String, &'static str)> {
+    let k = |a: Action| app.keymap.label(a);
+    let fixed = |s: &str| s.to_string();
     if app.focus == Focus::Terminal {
         return vec![
-            ("keys", "go to the program"),
-            ("Ctrl-G", "leave the terminal"),
-            ("Ctrl-C", "interrupt"),
+            (fixed("keys"), "go to the program"),
+            (k(Action::LeaveTerminal), "leave the terminal"),
+            (fixed("Ctrl-C"), "interrupt"),
         ];
     }
     match &app.pending {
-        Some(p) if p.editor.is_some() => vec![("Ctrl-S", "accept the edit"), ("Esc", "abandon it")],
-        Some(p) if p.reason => vec![("Enter", "skip, with this reason"), ("Esc", "back")],
+        Some(p) if p.editor.is_some() => vec![
+            (fixed("Ctrl-S"), "accept the edit"),
+            (fixed("Esc"), "abandon it"),
+        ],
+        Some(p) if p.reason => vec![
+            (fixed("Enter"), "skip, with this reason"),
+            (fixed("Esc"), "back"),
+        ],
         Some(p) if p.edited.is_some() => vec![
-            ("y", "run the edited code"),
-            ("e", "edit again"),
-            ("n", "skip"),
-            ("r", "skip + reason"),
-            ("a", "run + auto-run the rest"),
+            (k(Action::Run), "run the edited code"),
+            (k(Action::Edit), "edit again"),
+            (k(Action::Skip), "skip"),
+            (k(Action::SkipReason), "skip + reason"),
+            (k(Action::Always), "run + auto-run the rest"),
         ],
         Some(_) => vec![
-            ("y", "run"),
-            ("e", "edit"),
-            ("n", "skip"),
-            ("r", "skip + reason"),
-            ("a", "always (auto-run)"),
+            (k(Action::Run), "run"),
+            (k(Action::Edit), "edit"),
+            (k(Action::Skip), "skip"),
+            (k(Action::SkipReason), "skip + reason"),
+            (k(Action::Always), "always (auto-run)"),
         ],
         None => match app.busy {
             Busy::Running(..) => vec![
-                ("Ctrl-C", "interrupt"),
-                ("Tab", "focus the terminal to type"),
-                ("Ctrl-Q", "quit"),
+                (fixed("Ctrl-C"), "interrupt"),
+                (fixed("Tab"), "focus the terminal to type"),
+                (k(Action::Quit), "quit"),
             ],
-            Busy::Thinking(_) => vec![("Ctrl-C", "stop the reply"), ("Ctrl-Q", "quit")],
+            Busy::Thinking(_) => vec![
+                (fixed("Ctrl-C"), "stop the reply"),
+                (k(Action::Quit), "quit"),
+            ],
             Busy::Idle => vec![
-                ("Enter", "send"),
-                ("!cmd", "shell"),
-                ("/help", "commands"),
-                ("?", "keys"),
-                ("Ctrl-C Ctrl-C", "quit"),
+                (fixed("Enter"), "send"),
+                (fixed("!cmd"), "shell"),
+                (fixed("/help"), "commands"),
+                (k(Action::Help), "keys"),
+                (fixed("Ctrl-C Ctrl-C"), "quit"),
             ],
         },
     }

@@ -9,6 +9,7 @@
 pub mod app;
 pub mod chat;
 pub mod highlight;
+pub mod keymap;
 pub mod keys;
 pub mod markdown;
 pub mod theme;
@@ -65,7 +66,15 @@ pub async fn run(settings: Settings, demo_mode: bool) -> i32 {
             return 1;
         }
     };
+    let keymap = match keymap::Keymap::from_config(&settings.keys) {
+        Ok(keymap) => keymap,
+        Err(message) => {
+            eprintln!("oi-tui: {message}");
+            return 1;
+        }
+    };
     let mut app = App::new(theme);
+    app.keymap = keymap;
     app.setup = setup;
     if let Err(e) = enter_terminal() {
         restore_terminal();

@@ -13,6 +13,7 @@ use tui_term::widget::PseudoTerminal;
 
 use super::app::{App, Busy, Focus};
 use super::highlight::{highlight, visible};
+use super::keymap::Action;
 use super::keys::hints;
 use super::markdown::render;
 
@@ -480,30 +481,34 @@ fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
             Span::styled(what.to_string(), app.theme.text),
         ])
     };
+    let k = |a: Action| app.keymap.label(a);
     let lines = vec![
         Line::styled("When a block awaits your decision", app.theme.accent),
-        key("y / Enter", "run it"),
+        key(&format!("{} / Enter", k(Action::Run)), "run it"),
         key(
-            "e",
+            &k(Action::Edit),
             "edit it (Ctrl-S accepts and shows the diff, Esc abandons)",
         ),
-        key("n", "skip it, and tell the model"),
-        key("r", "skip it with a reason you type"),
-        key("a", "run it and auto-run the rest of this session"),
+        key(&k(Action::Skip), "skip it, and tell the model"),
+        key(&k(Action::SkipReason), "skip it with a reason you type"),
+        key(
+            &k(Action::Always),
+            "run it and auto-run the rest of this session",
+        ),
         Line::default(),
         Line::styled("Always", app.theme.accent),
         key(
             "Ctrl-C",
-            "interrupt the block or the reply; twice when idle quits",
+            "interrupt the block or the reply; twice when idle, quit",
         ),
-        key("Ctrl-Q", "quit (asks first if a block runs)"),
+        key(&k(Action::Quit), "quit (asks first if a block runs)"),
         key("Tab / Shift-Tab", "move focus: input, chat, code, terminal"),
         key(
-            "Ctrl-G",
+            &k(Action::LeaveTerminal),
             "leave the terminal pane (keys go to the program there)",
         ),
         key(
-            "Ctrl-Y",
+            &k(Action::Copy),
             "copy the focused block, output or message (OSC 52)",
         ),
         key(
