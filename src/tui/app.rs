@@ -38,6 +38,8 @@ pub enum Effect {
     Quit,
     /// Copy this text to the clipboard (OSC 52).
     Copy(String),
+    /// Write this text to a file, off the UI task.
+    Export(std::path::PathBuf, String),
 }
 
 /// Which pane has the keyboard.

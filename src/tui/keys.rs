@@ -314,12 +314,7 @@ impl App {
                 self.tokens.0, self.tokens.1
             ))),
             "export" if !arg.is_empty() => {
-                let path = expand_home(arg);
-                let note = match std::fs::write(&path, self.transcript()) {
-                    Ok(()) => format!("exported the conversation to {}", path.display()),
-                    Err(e) => format!("cannot write {}: {e}", path.display()),
-                };
-                self.chat.push(Entry::Notice(note));
+                return vec![Effect::Export(expand_home(arg), self.transcript())];
             }
             "export" => self.chat.push(Entry::Notice("/export PATH writes the conversation as Markdown".into())),
             other => self.chat.push(Entry::Error(format!(

@@ -190,6 +190,8 @@ async fn event_loop(app: &mut App, handle: engine::EngineHandle) -> std::io::Res
     } = handle;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     let mut input = EventStream::new();
+    // Results of work done off this task (file writes), back as messages.
+    let (ui_tx, mut ui_rx) = tokio::sync::mpsc::unbounded_channel::<Msg>();
     let mut dirty = true;
     let mut last_frame = Instant::now() - FRAME;
     let mut engine_alive = true;
@@ -201,7 +203,7 @@ async fn event_loop(app: &mut App, handle: engine::EngineHandle) -> std::io::Res
             let areas = view::layout(area, app);
             if let Some((rows, cols)) = view::terminal_inner(&areas) {
                 for effect in app.resize_terminal(rows, cols) {
-                    quit |= apply(effect, &ops);
+                    quit |= apply(effect, &ops, &ui_tx);
                 }
             }
             app.pane_areas = [
@@ -238,12 +240,13 @@ async fn event_loop(app: &mut App, handle: engine::EngineHandle) -> std::io::Res
                     None
                 }
             },
+            msg = ui_rx.recv() => msg,
             _ = tokio::time::sleep(TICK), if app.animating() => Some(Msg::Tick),
             _ = tokio::time::sleep_until(next_frame), if dirty => None,
         };
         if let Some(msg) = msg {
             for effect in app.update(msg) {
-                quit |= apply(effect, &ops);
+                quit |= apply(effect, &ops, &ui_tx);
             }
             dirty = true;
             // Take what else the engine has ready, so that a burst of output is one frame.
@@ -252,7 +255,7 @@ async fn event_loop(app: &mut App, handle: engine::EngineHandle) -> std::io::Res
                     break;
                 };
                 for effect in app.update(Msg::Engine(event)) {
-                    quit |= apply(effect, &ops);
+                    quit |= apply(effect, &ops, &ui_tx);
                 }
             }
         }
@@ -263,7 +266,11 @@ async fn event_loop(app: &mut App, handle: engine::EngineHandle) -> std::io::Res
 }
 
 /// Carries out an effect; returns true to quit.
-fn apply(effect: Effect, ops: &tokio::sync::mpsc::UnboundedSender<Op>) -> bool {
+fn apply(
+    effect: Effect,
+    ops: &tokio::sync::mpsc::UnboundedSender<Op>,
+    ui: &tokio::sync::mpsc::UnboundedSender<Msg>,
+) -> bool {
     match effect {
         Effect::Op(op) => {
             let _ = ops.send(op);
@@ -277,6 +284,17 @@ fn apply(effect: Effect, ops: &tokio::sync::mpsc::UnboundedSender<Op>) -> bool {
                 crossterm::clipboard::CopyToClipboard::to_clipboard_from(text)
             );
             let _ = out.flush();
+            false
+        }
+        Effect::Export(path, text) => {
+            let ui = ui.clone();
+            tokio::task::spawn_blocking(move || {
+                let message = match std::fs::write(&path, text) {
+                    Ok(()) => format!("exported the conversation to {}", path.display()),
+                    Err(e) => format!("cannot write {}: {e}", path.display()),
+                };
+                let _ = ui.send(Msg::Engine(crate::protocol::Event::Notice { message }));
+            });
             false
         }
     }

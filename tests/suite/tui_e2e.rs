@@ -207,3 +207,74 @@ async fn a_session_in_the_workbench() {
     assert!(chats[3].all_text().contains("The user skipped this block"));
     assert!(chats[4].all_text().contains("go on"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_restores_the_terminal_and_kills_the_kernels() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pidfile = dir.path().join("pid");
+    let script = dir.path().join("run.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "cd '{dir}'\nexec 3<&0\n'{bin}' --demo --data-dir '{dir}/data' <&3 &\necho $! > '{pid}'\nwait $!\necho EXIT=$?\nstty -a | tr ' ;' '\\n\\n' | grep -E '^-?(icanon|echo)$' | tr '\\n' ' '\necho\nsleep 60\n",
+            dir = dir.path().display(),
+            bin = env!("CARGO_BIN_EXE_oi-tui"),
+            pid = pidfile.display(),
+        ),
+    )
+    .expect("script");
+    let tmux = Tmux::start(
+        &format!("bash --noprofile --norc '{}'", script.display()),
+        120,
+        30,
+    );
+    tmux.wait_for("Input").await;
+    // A kernel with a background job, so that there is something to clean up.
+    tmux.type_text("!sleep 1000 & echo KERNEL=$$");
+    tmux.send(&["Enter"]);
+    // The typed command shows `KERNEL=$$`; its output shows digits.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let kernel: i32 = loop {
+        let screen = tmux.capture();
+        let found = screen
+            .split("KERNEL=")
+            .skip(1)
+            .filter_map(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+            .find_map(|digits| digits.parse().ok());
+        if let Some(pid) = found {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no kernel pid on screen:\n{screen}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(oi_tui::exec::reaper::session_processes(kernel).len() >= 2);
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: signalling the process this test started.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    let screen = tmux.wait_for("EXIT=143").await;
+    assert!(
+        screen.contains("icanon echo") || screen.contains("echo icanon"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("Input"),
+        "the alternate screen is gone:\n{screen}"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !oi_tui::exec::reaper::session_processes(kernel).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the kernel's session survives"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
