@@ -115,7 +115,8 @@ async fn engine_config(
         settings.api_base = Some(base);
         settings.api_key = None;
         settings.tools = true;
-        return Ok((settings.engine_config(approval, false)?, None));
+        let intro = "# oi-tui demo\n\nThe model in this demo is a script built into oi-tui; the code it proposes is real and runs on this machine, in persistent Python and shell kernels.\n\nType a message (anything will do) and press **Enter** to start. For each proposed block: **y** runs it, **e** edits it, **n** skips it, **r** skips it with a reason, **a** runs it and the rest. **F1** lists every key; **Ctrl-Q** quits.";
+        return Ok((settings.engine_config(approval, false)?, Some(intro.to_string())));
     }
     if settings.model.is_some() {
         return Ok((settings.engine_config(approval, false)?, None));
