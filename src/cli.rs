@@ -84,6 +84,9 @@ pub struct Options {
     /// Times a failed request to the model server is tried again (default 4).
     #[arg(long, value_name = "N")]
     pub max_retries: Option<u32>,
+    /// Resume a saved session (an id, any unique prefix of one, or `last`, the default).
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "last")]
+    pub resume: Option<String>,
     /// Open the workbench on a built-in scripted model, to try it with nothing installed.
     #[arg(long)]
     pub demo: bool,
@@ -135,6 +138,8 @@ pub enum Command {
     Run(RunArgs),
     /// List the languages and whether each one's interpreter is installed.
     Languages,
+    /// Browse, search, show, export, rename and delete saved sessions.
+    Sessions(crate::sessions::SessionsArgs),
 }
 
 #[derive(Debug, Args)]

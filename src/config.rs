@@ -188,6 +188,8 @@ impl Settings {
                 ..crate::exec::KernelConfig::default()
             },
             data_dir: Some(self.data_dir.clone()),
+            recorder: None,
+            history: Vec::new(),
         })
     }
 

@@ -17,7 +17,7 @@ use crate::protocol::{Decision, ErrorKind, Event, Op, ProposedBlock, TurnEnd};
 use crate::shutdown;
 use crate::term::{self, KeyPump};
 
-pub async fn run(settings: Settings, task: String, json: bool) -> i32 {
+pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&str>) -> i32 {
     let terminal = std::io::stdin().is_terminal();
     let approval = if settings.auto_run {
         Approval::Auto
@@ -28,13 +28,21 @@ pub async fn run(settings: Settings, task: String, json: bool) -> i32 {
     };
     // With a terminal, keys reach running blocks (input(), passwords); without one, a block
     // that reads sees end-of-file instead of waiting for nobody.
-    let config = match settings.engine_config(approval, !terminal) {
+    let mut config = match settings.engine_config(approval, !terminal) {
         Ok(config) => config,
         Err(message) => {
             eprintln!("oi-tui: {message}");
             return 1;
         }
     };
+    match crate::sessions::attach(&mut config, &settings, resume) {
+        Ok(Some(notice)) => eprintln!("oi-tui: {notice}"),
+        Ok(None) => {}
+        Err(message) => {
+            eprintln!("oi-tui: {message}");
+            return 1;
+        }
+    }
     let handle = match engine::spawn(config) {
         Ok(handle) => handle,
         Err(e) => {

@@ -12,6 +12,8 @@ pub mod llm;
 pub mod models;
 pub mod protocol;
 pub mod run;
+pub mod sessions;
 pub mod shutdown;
+pub mod store;
 pub mod term;
 pub mod tui;

@@ -39,6 +39,15 @@ fn main() {
                 languages();
                 0
             }
+            Some(Command::Sessions(args)) => {
+                match config::load(&cli.options.flag_settings(), &|k| std::env::var(k).ok()) {
+                    Ok(settings) => oi_tui::sessions::run(args, &settings),
+                    Err(message) => {
+                        eprintln!("oi-tui: {message}");
+                        CONFIG_ERROR
+                    }
+                }
+            }
             None => model_loop(cli.options).await,
         }
     });
@@ -70,7 +79,7 @@ async fn model_loop(options: Options) -> i32 {
             );
             return USAGE_ERROR;
         }
-        return oi_tui::tui::run(settings, options.demo).await;
+        return oi_tui::tui::run(settings, options.demo, options.resume.as_deref()).await;
     };
     let task = if task == "-" {
         let mut text = String::new();
@@ -86,7 +95,7 @@ async fn model_loop(options: Options) -> i32 {
         eprintln!("oi-tui: the task is empty");
         return USAGE_ERROR;
     }
-    headless::run(settings, task, options.json).await
+    headless::run(settings, task, options.json, options.resume.as_deref()).await
 }
 
 fn languages() {

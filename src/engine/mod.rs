@@ -79,6 +79,10 @@ pub struct EngineConfig {
     pub kernels: KernelConfig,
     /// Where oi-tui keeps what it learns (such as models that reject tools).
     pub data_dir: Option<PathBuf>,
+    /// Where the session is written as it happens, if anywhere.
+    pub recorder: Option<Arc<crate::store::Recorder>>,
+    /// The conversation so far, when a session is resumed.
+    pub history: Vec<Message>,
 }
 
 /// The running engine, as a face holds it.
@@ -103,7 +107,10 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
         .collect();
     let facts = prompt::Facts::gather(&config.kernels.cwd, available);
     let memory = memory::Memory::new(config.data_dir.as_deref());
+    let recorder = config.recorder.clone();
+    let history = config.history.clone();
     let engine = Engine {
+        recorder,
         tools: config.tools,
         approval: config.approval,
         config,
@@ -111,7 +118,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
         kernels,
         facts,
         memory,
-        history: Vec::new(),
+        history,
         next_block: 1,
         events: events_tx,
         ops: ops_rx,
@@ -129,6 +136,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
 }
 
 struct Engine {
+    recorder: Option<Arc<crate::store::Recorder>>,
     config: EngineConfig,
     client: Option<Client>,
     kernels: Arc<Kernels>,
@@ -180,6 +188,9 @@ impl Engine {
                 Op::Shell { command } => self.shell(command).await,
                 Op::Reset => {
                     self.history.clear();
+                    if let Some(recorder) = &self.recorder {
+                        recorder.truncate(0);
+                    }
                     self.context.clear();
                     self.kernels.shutdown().await;
                     self.emit(Event::HistoryChanged {
@@ -194,6 +205,9 @@ impl Engine {
             }
         }
         self.kernels.shutdown().await;
+        if let Some(recorder) = &self.recorder {
+            recorder.flush();
+        }
     }
 
     fn configured(&self) {
@@ -235,6 +249,9 @@ impl Engine {
             Some(at) => {
                 let dropped = self.history.len() - at;
                 self.history.truncate(at);
+                if let Some(recorder) = &self.recorder {
+                    recorder.truncate(at);
+                }
                 format!(
                     "Dropped the last exchange ({dropped} messages). Kernel state (variables, files) is not undone."
                 )
@@ -301,7 +318,18 @@ impl Engine {
     }
 
     fn emit(&self, event: Event) {
+        if let Some(recorder) = &self.recorder {
+            recorder.event(&event);
+        }
         let _ = self.events.send(event);
+    }
+
+    /// Adds to the conversation, and to the record.
+    fn push_history(&mut self, message: Message) {
+        if let Some(recorder) = &self.recorder {
+            recorder.message(&message);
+        }
+        self.history.push(message);
     }
 
     /// Ops that need no turn: input and resize reach the kernels; the rest is stale.

@@ -52,7 +52,7 @@ impl Engine {
             context.push_str(&text);
             context
         };
-        self.history.push(Message::user(text));
+        self.push_history(Message::user(text));
         let mut declined_before = false;
         let mut fell_back = false;
         let mut round = 0;
@@ -158,8 +158,7 @@ impl Engine {
             self.emit(Event::AssistantMessage {
                 text: reply.text.clone(),
             });
-            self.history
-                .push(Message::assistant(reply.text.clone(), Vec::new()));
+            self.push_history(Message::assistant(reply.text.clone(), Vec::new()));
         }
     }
 
@@ -558,7 +557,7 @@ impl Engine {
         if outcomes.iter().all(|o| o.call_id.is_some()) {
             for o in outcomes {
                 if let Some(id) = o.call_id {
-                    self.history.push(Message::tool_result(id, o.text));
+                    self.push_history(Message::tool_result(id, o.text));
                 }
             }
             return;
@@ -583,7 +582,7 @@ impl Engine {
                 text.push('\n');
             }
         }
-        self.history.push(Message::user(text));
+        self.push_history(Message::user(text));
     }
 }
 

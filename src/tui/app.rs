@@ -412,6 +412,19 @@ impl App {
         Vec::new()
     }
 
+    /// Shows an earlier conversation (a resumed session) in the chat.
+    pub fn show_history(&mut self, messages: &[crate::llm::Message]) {
+        for m in messages {
+            match m.role {
+                crate::llm::Role::User => self.chat.push(Entry::User(m.content.clone())),
+                crate::llm::Role::Assistant if !m.content.trim().is_empty() => {
+                    self.chat.push(Entry::Assistant(m.content.clone()))
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// The Markdown transcript of the conversation (for `/export`).
     pub fn transcript(&self) -> String {
         let mut out = String::from("# oi-tui session\n\n");

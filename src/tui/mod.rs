@@ -43,7 +43,7 @@ const FRAME: Duration = Duration::from_millis(16);
 const TICK: Duration = Duration::from_millis(100);
 
 /// Opens the workbench; returns the exit status.
-pub async fn run(settings: Settings, demo_mode: bool) -> i32 {
+pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>) -> i32 {
     let theme = match Theme::load(&settings.theme, Depth::detect()) {
         Ok(theme) => theme,
         Err(message) => {
@@ -52,13 +52,21 @@ pub async fn run(settings: Settings, demo_mode: bool) -> i32 {
         }
     };
     highlight::preload();
-    let (config, setup) = match engine_config(&settings, demo_mode).await {
+    let (mut config, setup) = match engine_config(&settings, demo_mode).await {
         Ok(pair) => pair,
         Err(message) => {
             eprintln!("oi-tui: {message}");
             return 1;
         }
     };
+    let resumed = match crate::sessions::attach(&mut config, &settings, resume) {
+        Ok(notice) => notice,
+        Err(message) => {
+            eprintln!("oi-tui: {message}");
+            return 1;
+        }
+    };
+    let earlier = config.history.clone();
     let handle = match engine::spawn(config) {
         Ok(handle) => handle,
         Err(e) => {
@@ -76,6 +84,11 @@ pub async fn run(settings: Settings, demo_mode: bool) -> i32 {
     let mut app = App::new(theme);
     app.keymap = keymap;
     app.setup = setup;
+    if let Some(notice) = resumed {
+        app.show_history(&earlier);
+        app.chat.push(chat::Entry::Notice(notice));
+        app.setup = None;
+    }
     if let Err(e) = enter_terminal() {
         restore_terminal();
         eprintln!("oi-tui: cannot take over the terminal: {e}");
@@ -116,7 +129,10 @@ async fn engine_config(
         settings.api_key = None;
         settings.tools = true;
         let intro = "# oi-tui demo\n\nThe model in this demo is a script built into oi-tui; the code it proposes is real and runs on this machine, in persistent Python and shell kernels.\n\nType a message (anything will do) and press **Enter** to start. For each proposed block: **y** runs it, **e** edits it, **n** skips it, **r** skips it with a reason, **a** runs it and the rest. **F1** lists every key; **Ctrl-Q** quits.";
-        return Ok((settings.engine_config(approval, false)?, Some(intro.to_string())));
+        return Ok((
+            settings.engine_config(approval, false)?,
+            Some(intro.to_string()),
+        ));
     }
     if settings.model.is_some() {
         return Ok((settings.engine_config(approval, false)?, None));

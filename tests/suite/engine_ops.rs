@@ -36,6 +36,8 @@ fn config(server: Option<&ModelServer>, dir: &std::path::Path) -> EngineConfig {
             ..KernelConfig::default()
         },
         data_dir: Some(dir.join("data")),
+        recorder: None,
+        history: Vec::new(),
     }
 }
 

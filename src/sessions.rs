@@ -1,0 +1,192 @@
+//! Sessions for the faces: attaching the store to an engine (recording, resuming), and the
+//! `oi-tui sessions ...` commands.
+
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+
+use crate::config::Settings;
+use crate::engine::EngineConfig;
+use crate::store::{Recorder, Redactor, Store, format_time};
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    pub command: SessionsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List sessions, newest first.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// How many to list.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Print a session's transcript (ID: any unique prefix, or `last`).
+    Show { id: String },
+    /// Search messages, code and output.
+    Search {
+        query: Vec<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Export a session as Markdown or JSON.
+    Export {
+        id: String,
+        #[arg(long, value_parser = ["md", "json"], default_value = "md")]
+        format: String,
+        /// Write to this file instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Delete a session.
+    Delete { id: String },
+    /// Give a session a new title.
+    Rename { id: String, title: Vec<String> },
+}
+
+/// The redactor for this process: `*_API_KEY` variables and the configured key.
+pub fn redactor(settings: &Settings) -> Redactor {
+    let configured: Vec<&str> = settings.api_key.iter().map(|k| k.expose()).collect();
+    Redactor::new(std::env::vars(), &configured)
+}
+
+/// Connects the store to an engine: a recorder for the session, and, with `resume`, the
+/// earlier conversation. Returns a sentence for the person when resuming.
+pub fn attach(
+    config: &mut EngineConfig,
+    settings: &Settings,
+    resume: Option<&str>,
+) -> Result<Option<String>, String> {
+    let store = Store::open(&settings.data_dir).map_err(|e| e.to_string())?;
+    let mut notice = None;
+    let mut resumed_id = None;
+    if let Some(which) = resume {
+        let id = store.resolve(which).map_err(|e| e.to_string())?;
+        let messages = store.resume_messages(&id).map_err(|e| e.to_string())?;
+        let title = store.session(&id).map(|s| s.title).unwrap_or_default();
+        notice = Some(format!(
+            "Resumed session {id} ({title}): {} messages are back in the model's context. Kernel state (variables, imports, the working directory) is not restored; run again what you need.",
+            messages.len()
+        ));
+        config.history = messages;
+        resumed_id = Some(id);
+    }
+    let writer = Store::open(&settings.data_dir).map_err(|e| e.to_string())?;
+    config.recorder = Some(Arc::new(Recorder::start(
+        writer,
+        resumed_id,
+        redactor(settings),
+    )));
+    Ok(notice)
+}
+
+/// `oi-tui sessions ...`; returns the exit status.
+pub fn run(args: SessionsArgs, settings: &Settings) -> i32 {
+    let store = match Store::open(&settings.data_dir) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("oi-tui: {e}");
+            return 1;
+        }
+    };
+    match command(&store, args.command) {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("oi-tui: {message}");
+            1
+        }
+    }
+}
+
+fn command(store: &Store, command: SessionsCommand) -> Result<(), String> {
+    let e = |e: crate::store::StoreError| e.to_string();
+    match command {
+        SessionsCommand::List { json, limit } => {
+            let rows = store.list(limit, 0).map_err(e)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
+                );
+            } else if rows.is_empty() {
+                println!("No sessions yet.");
+            } else {
+                for r in rows {
+                    println!(
+                        "{}  {}  {:<40}  {}  {}  ran {} · skipped {}",
+                        r.id,
+                        format_time(r.updated_at),
+                        clip(&r.title, 40),
+                        r.model,
+                        r.cwd,
+                        r.blocks_run,
+                        r.blocks_skipped
+                    );
+                }
+            }
+        }
+        SessionsCommand::Show { id } => {
+            let id = store.resolve(&id).map_err(e)?;
+            print!("{}", store.export(&id).map_err(e)?.markdown());
+        }
+        SessionsCommand::Search { query, limit } => {
+            let query = query.join(" ");
+            let hits = store.search(&query, limit).map_err(e)?;
+            if hits.is_empty() {
+                println!("Nothing matches `{query}`.");
+            }
+            for h in hits {
+                println!(
+                    "{}  {}  {}\n    {}: {}",
+                    h.session.id,
+                    format_time(h.session.updated_at),
+                    h.session.title,
+                    h.kind,
+                    h.snippet
+                );
+            }
+        }
+        SessionsCommand::Export { id, format, output } => {
+            let id = store.resolve(&id).map_err(e)?;
+            let exported = store.export(&id).map_err(e)?;
+            let text = if format == "json" {
+                serde_json::to_string_pretty(&exported).map_err(|e| e.to_string())?
+            } else {
+                exported.markdown()
+            };
+            match output {
+                Some(path) => std::fs::write(&path, text)
+                    .map_err(|err| format!("cannot write {}: {err}", path.display()))?,
+                None => print!("{text}"),
+            }
+        }
+        SessionsCommand::Delete { id } => {
+            let id = store.resolve(&id).map_err(e)?;
+            store.delete(&id).map_err(e)?;
+            println!("Deleted session {id}.");
+        }
+        SessionsCommand::Rename { id, title } => {
+            let id = store.resolve(&id).map_err(e)?;
+            let title = title.join(" ");
+            if title.trim().is_empty() {
+                return Err("give the new title after the id".to_string());
+            }
+            store.rename(&id, &title).map_err(e)?;
+            println!("Renamed session {id}.");
+        }
+    }
+    Ok(())
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max - 1).collect::<String>())
+    }
+}

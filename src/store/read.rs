@@ -1,0 +1,373 @@
+//! Reading the store: listing, finding by id prefix, full-text search with snippets,
+//! transcripts, exports (Markdown and JSON), renaming, deleting, and the messages a resumed
+//! conversation starts from.
+
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use super::{Store, StoreError};
+use crate::llm::{Message, Role, ToolCall};
+
+/// One session as lists show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRow {
+    pub id: String,
+    pub title: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub model: String,
+    pub cwd: String,
+    pub messages: i64,
+    pub blocks_run: i64,
+    pub blocks_skipped: i64,
+}
+
+/// A search result: the session and a snippet with the match in `[` `]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hit {
+    pub session: SessionRow,
+    pub kind: String,
+    pub snippet: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredMessage {
+    pub role: String,
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_call_id: Option<String>,
+    pub created_at: i64,
+    pub dropped: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredBlock {
+    pub block_id: i64,
+    pub language: String,
+    pub proposed_code: String,
+    pub edited_code: Option<String>,
+    pub decision: String,
+    pub status: Option<String>,
+    pub exit_code: Option<i64>,
+    pub signal: Option<String>,
+    pub duration_ms: Option<i64>,
+    pub output: Option<String>,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredEvent {
+    pub kind: String,
+    pub message: String,
+    pub created_at: i64,
+}
+
+/// A whole session: what `show` prints and `export --format json` writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exported {
+    pub session: SessionRow,
+    pub messages: Vec<StoredMessage>,
+    pub blocks: Vec<StoredBlock>,
+    pub events: Vec<StoredEvent>,
+}
+
+pub type Transcript = Exported;
+
+const SESSION_COLUMNS: &str =
+    "id, title, created_at, updated_at, model, cwd, messages, blocks_run, blocks_skipped";
+
+fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok(SessionRow {
+        id: r.get(0)?,
+        title: r.get(1)?,
+        created_at: r.get(2)?,
+        updated_at: r.get(3)?,
+        model: r.get(4)?,
+        cwd: r.get(5)?,
+        messages: r.get(6)?,
+        blocks_run: r.get(7)?,
+        blocks_skipped: r.get(8)?,
+    })
+}
+
+impl Store {
+    /// Sessions, newest first.
+    pub fn list(&self, limit: usize, offset: usize) -> Result<Vec<SessionRow>, StoreError> {
+        let mut stmt = self.conn().prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?1 OFFSET ?2"
+        ))?;
+        let rows = stmt.query_map(params![limit as i64, offset as i64], session_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn count(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn()
+            .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))?)
+    }
+
+    /// The session an id names: the whole id, any unique prefix, or `last`.
+    pub fn resolve(&self, id: &str) -> Result<String, StoreError> {
+        let id = id.trim();
+        if id == "last" {
+            return self
+                .conn()
+                .query_row(
+                    "SELECT id FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .ok_or_else(|| StoreError::NotFound("last".into()));
+        }
+        let escaped = id
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        let mut stmt = self.conn().prepare_cached(
+            "SELECT id FROM sessions WHERE id LIKE ?1 || '%' ESCAPE '\\' LIMIT 2",
+        )?;
+        let ids: Vec<String> = stmt
+            .query_map([escaped], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        match ids.as_slice() {
+            [] => Err(StoreError::NotFound(id.to_string())),
+            [one] => Ok(one.clone()),
+            _ if ids.iter().any(|i| i == id) => Ok(id.to_string()),
+            _ => Err(StoreError::Ambiguous {
+                prefix: id.to_string(),
+                count: self.conn().query_row(
+                    "SELECT count(*) FROM sessions WHERE id LIKE ?1 || '%' ESCAPE '\\'",
+                    [id.replace('%', "\\%").replace('_', "\\_")],
+                    |r| r.get::<_, i64>(0),
+                )? as usize,
+            }),
+        }
+    }
+
+    pub fn session(&self, id: &str) -> Result<SessionRow, StoreError> {
+        self.conn()
+            .query_row(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
+                [id],
+                session_row,
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NotFound(id.to_string()))
+    }
+
+    /// Full-text search; the best hit of each session, best sessions first.
+    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>, StoreError> {
+        let fts = fts_query(query);
+        if fts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self.conn().prepare_cached(
+            "SELECT session_id, kind, snippet(search, 0, '[', ']', '…', 10), rank
+             FROM search WHERE search MATCH ?1 ORDER BY rank LIMIT 2000",
+        )?;
+        let mut hits: Vec<(String, String, String)> = Vec::new();
+        for row in stmt.query_map([fts], |r| {
+            Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?))
+        })? {
+            let (session, kind, snippet) = row?;
+            if hits.iter().any(|(s, _, _)| *s == session) {
+                continue;
+            }
+            hits.push((session, kind, snippet));
+            if hits.len() >= limit {
+                break;
+            }
+        }
+        hits.into_iter()
+            .map(|(id, kind, snippet)| {
+                Ok(Hit {
+                    session: self.session(&id)?,
+                    kind,
+                    snippet: snippet.split_whitespace().collect::<Vec<_>>().join(" "),
+                })
+            })
+            .collect()
+    }
+
+    /// Everything recorded of a session.
+    pub fn export(&self, id: &str) -> Result<Exported, StoreError> {
+        let session = self.session(id)?;
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT role, content, tool_calls, tool_call_id, created_at, dropped FROM messages WHERE session_id = ?1 ORDER BY id",
+        )?;
+        let messages = stmt
+            .query_map([id], |r| {
+                let calls: String = r.get(2)?;
+                Ok(StoredMessage {
+                    role: r.get(0)?,
+                    content: r.get(1)?,
+                    tool_calls: serde_json::from_str(&calls).unwrap_or_default(),
+                    tool_call_id: r.get(3)?,
+                    created_at: r.get(4)?,
+                    dropped: r.get::<_, i64>(5)? != 0,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT block_id, language, proposed_code, edited_code, decision, status, exit_code, signal, duration_ms, output, created_at
+             FROM blocks WHERE session_id = ?1 ORDER BY block_id",
+        )?;
+        let blocks = stmt
+            .query_map([id], |r| {
+                Ok(StoredBlock {
+                    block_id: r.get(0)?,
+                    language: r.get(1)?,
+                    proposed_code: r.get(2)?,
+                    edited_code: r.get(3)?,
+                    decision: r.get(4)?,
+                    status: r.get(5)?,
+                    exit_code: r.get(6)?,
+                    signal: r.get(7)?,
+                    duration_ms: r.get(8)?,
+                    output: r.get(9)?,
+                    created_at: r.get(10)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT kind, message, created_at FROM events WHERE session_id = ?1 ORDER BY id",
+        )?;
+        let events = stmt
+            .query_map([id], |r| {
+                Ok(StoredEvent {
+                    kind: r.get(0)?,
+                    message: r.get(1)?,
+                    created_at: r.get(2)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(Exported {
+            session,
+            messages,
+            blocks,
+            events,
+        })
+    }
+
+    /// The conversation to resume: the messages not dropped by /undo or /reset.
+    pub fn resume_messages(&self, id: &str) -> Result<Vec<Message>, StoreError> {
+        let exported = self.export(id)?;
+        Ok(exported
+            .messages
+            .into_iter()
+            .filter(|m| !m.dropped)
+            .map(|m| Message {
+                role: match m.role.as_str() {
+                    "assistant" => Role::Assistant,
+                    "tool" => Role::Tool,
+                    _ => Role::User,
+                },
+                content: m.content,
+                tool_calls: m.tool_calls,
+                tool_call_id: m.tool_call_id,
+            })
+            .collect())
+    }
+
+    pub fn delete(&self, id: &str) -> Result<(), StoreError> {
+        let n = self
+            .conn()
+            .execute("DELETE FROM sessions WHERE id = ?1", [id])?;
+        if n == 0 {
+            return Err(StoreError::NotFound(id.to_string()));
+        }
+        Ok(())
+    }
+
+    pub fn rename(&self, id: &str, title: &str) -> Result<(), StoreError> {
+        let n = self.conn().execute(
+            "UPDATE sessions SET title = ?2 WHERE id = ?1",
+            params![id, title.trim()],
+        )?;
+        if n == 0 {
+            return Err(StoreError::NotFound(id.to_string()));
+        }
+        Ok(())
+    }
+}
+
+/// Words as FTS5 prefix terms, quoted so that no input can be a syntax error.
+fn fts_query(query: &str) -> String {
+    query
+        .split_whitespace()
+        .map(|w| w.replace('"', ""))
+        .filter(|w| !w.is_empty())
+        .map(|w| format!("\"{w}\"*"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl Exported {
+    /// The session as Markdown.
+    pub fn markdown(&self) -> String {
+        let s = &self.session;
+        let mut out = format!(
+            "# {}\n\n- id: `{}`\n- model: {}\n- directory: {}\n- started: {}\n\n",
+            s.title,
+            s.id,
+            s.model,
+            s.cwd,
+            format_time(s.created_at)
+        );
+        let mut blocks = self.blocks.iter().peekable();
+        for m in self.messages.iter().filter(|m| !m.dropped) {
+            match m.role.as_str() {
+                "user" => out.push_str(&format!("## You\n\n{}\n\n", m.content.trim())),
+                "assistant" => {
+                    if !m.content.trim().is_empty() {
+                        out.push_str(&format!("## oi-tui\n\n{}\n\n", m.content.trim()));
+                    }
+                    for _ in &m.tool_calls {
+                        if let Some(b) = blocks.next() {
+                            out.push_str(&block_markdown(b));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for b in blocks {
+            out.push_str(&block_markdown(b));
+        }
+        out
+    }
+}
+
+fn block_markdown(b: &StoredBlock) -> String {
+    let code = b.edited_code.as_deref().unwrap_or(&b.proposed_code);
+    let mut out = format!("```{}\n{}\n```\n\n", b.language, code.trim_end());
+    let status = b.status.as_deref().unwrap_or(&b.decision);
+    out.push_str(&format!("*block {} · {status}*", b.block_id));
+    if let Some(output) = b.output.as_deref().filter(|o| !o.trim().is_empty()) {
+        out.push_str(&format!("\n\n```text\n{}\n```", output.trim_end()));
+    }
+    out.push_str("\n\n");
+    out
+}
+
+/// `2026-11-30 04:15` in local time.
+pub fn format_time(ms: i64) -> String {
+    let secs = (ms / 1000) as libc::time_t;
+    // SAFETY: localtime_r(3) writes into a local we own.
+    unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&secs, &mut tm).is_null() {
+            return ms.to_string();
+        }
+        format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}",
+            tm.tm_year + 1900,
+            tm.tm_mon + 1,
+            tm.tm_mday,
+            tm.tm_hour,
+            tm.tm_min
+        )
+    }
+}
