@@ -104,8 +104,7 @@ impl Engine {
             self.emit(Event::AssistantMessage {
                 text: reply.text.clone(),
             });
-            self.history
-                .push(Message::assistant(reply.text.clone(), calls.clone()));
+            self.push_history(Message::assistant(reply.text.clone(), calls.clone()));
             let proposals = self.proposals(&reply, &calls);
             if proposals.is_empty() {
                 return self.finish(TurnEnd::Done);

@@ -4,6 +4,7 @@ mod headless;
 mod kernels;
 mod kernels_control;
 mod model_server;
+mod sessions;
 mod support;
 mod tui_e2e;
 mod tui_states;
