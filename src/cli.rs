@@ -87,6 +87,9 @@ pub struct Options {
     /// Resume a saved session (an id, any unique prefix of one, or `last`, the default).
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "last")]
     pub resume: Option<String>,
+    /// Open the workbench on the session browser.
+    #[arg(long)]
+    pub sessions: bool,
     /// Open the workbench on a built-in scripted model, to try it with nothing installed.
     #[arg(long)]
     pub demo: bool,

@@ -79,7 +79,13 @@ async fn model_loop(options: Options) -> i32 {
             );
             return USAGE_ERROR;
         }
-        return oi_tui::tui::run(settings, options.demo, options.resume.as_deref()).await;
+        return oi_tui::tui::run(
+            settings,
+            options.demo,
+            options.resume.as_deref(),
+            options.sessions,
+        )
+        .await;
     };
     let task = if task == "-" {
         let mut text = String::new();

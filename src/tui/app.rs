@@ -30,6 +30,8 @@ pub enum Msg {
     Engine(Event),
     /// Time passed (for the spinner and the running clock).
     Tick,
+    /// The session browser's worker answered.
+    Browser(super::browser::Reply),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +42,8 @@ pub enum Effect {
     Copy(String),
     /// Write this text to a file, off the UI task.
     Export(std::path::PathBuf, String),
+    /// Continue this saved session (a new engine, the old conversation).
+    Resume(String),
 }
 
 /// Which pane has the keyboard.
@@ -117,6 +121,12 @@ pub struct App {
     /// In a narrow terminal, which pane the tab row shows.
     pub tab: Focus,
     pub started: Instant,
+    /// The session browser, while it is open.
+    pub browser: Option<super::browser::Browser>,
+    /// Open the browser as soon as the store is there (`--sessions`).
+    pub open_browser_at_start: bool,
+    /// Where the browser's requests go (None: no store).
+    pub browser_requests: Option<std::sync::mpsc::Sender<super::browser::Request>>,
     /// Where each pane was drawn last, for the mouse.
     pub pane_areas: Vec<(Focus, ratatui::layout::Rect)>,
     /// The code pane's highlighted lines, by a hash of what they show.
@@ -154,6 +164,9 @@ impl App {
             spinner: 0,
             tab: Focus::Chat,
             started: Instant::now(),
+            browser: None,
+            open_browser_at_start: false,
+            browser_requests: None,
             pane_areas: Vec::new(),
             code_cache: std::cell::RefCell::new(None),
         }
@@ -170,6 +183,12 @@ impl App {
             }
             Msg::Tick => {
                 self.spinner = self.spinner.wrapping_add(1);
+                Vec::new()
+            }
+            Msg::Browser(reply) => {
+                if let Some(browser) = &mut self.browser {
+                    browser.reply(reply);
+                }
                 Vec::new()
             }
         }
@@ -410,6 +429,29 @@ impl App {
             self.input.insert_str(&text);
         }
         Vec::new()
+    }
+
+    /// Opens the session browser, when there is a store to browse.
+    pub fn open_browser(&mut self) {
+        match &self.browser_requests {
+            Some(requests) => self.browser = Some(super::browser::Browser::open(requests.clone())),
+            None => self
+                .chat
+                .push(Entry::Error("there is no session store to browse".into())),
+        }
+    }
+
+    /// Starts over on a resumed session: the earlier conversation shown, the rest cleared.
+    pub fn resumed(&mut self, messages: &[crate::llm::Message], notice: String) {
+        self.chat.clear();
+        self.pending = None;
+        self.busy = Busy::Idle;
+        self.in_turn = false;
+        self.shown_block = None;
+        self.streaming.clear();
+        self.setup = None;
+        self.show_history(messages);
+        self.chat.push(Entry::Notice(notice));
     }
 
     /// Shows an earlier conversation (a resumed session) in the chat.

@@ -49,7 +49,18 @@ impl App {
             return vec![Effect::Quit];
         }
         if ctrl(&key, 'c') {
+            if self.browser.is_some() {
+                self.browser = None;
+                return Vec::new();
+            }
             return self.ctrl_c();
+        }
+        if let Some(effects) = self.browser_key(&key) {
+            return effects;
+        }
+        if ctrl(&key, 'o') {
+            self.open_browser();
+            return Vec::new();
         }
         // The terminal pane takes every other key while it has focus; Ctrl-G leaves it.
         if self.focus == Focus::Terminal {
@@ -297,6 +308,7 @@ impl App {
             .map_or((command.trim(), ""), |(n, a)| (n, a.trim()));
         match name {
             "help" => self.help = true,
+            "sessions" => self.open_browser(),
             "quit" | "exit" => return vec![Effect::Quit],
             "reset" | "new" => return vec![Effect::Op(Op::Reset)],
             "undo" => return vec![Effect::Op(Op::Undo)],

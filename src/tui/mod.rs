@@ -7,6 +7,9 @@
 //! output becomes one frame and an idle workbench uses no CPU.
 
 pub mod app;
+pub mod browser;
+mod browser_keys;
+mod browser_view;
 pub mod chat;
 pub mod highlight;
 pub mod keymap;
@@ -43,7 +46,7 @@ const FRAME: Duration = Duration::from_millis(16);
 const TICK: Duration = Duration::from_millis(100);
 
 /// Opens the workbench; returns the exit status.
-pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>) -> i32 {
+pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, browse: bool) -> i32 {
     let theme = match Theme::load(&settings.theme, Depth::detect()) {
         Ok(theme) => theme,
         Err(message) => {
@@ -84,6 +87,7 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>) -> i
     let mut app = App::new(theme);
     app.keymap = keymap;
     app.setup = setup;
+    app.open_browser_at_start = browse;
     if let Some(notice) = resumed {
         app.show_history(&earlier);
         app.chat.push(chat::Entry::Notice(notice));
@@ -96,7 +100,7 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>) -> i
     }
     shutdown::on_exit_restore_terminal(restore_terminal);
     watch_signals();
-    let status = match event_loop(&mut app, handle).await {
+    let status = match event_loop(&mut app, handle, &settings, demo_mode).await {
         Ok(()) => 0,
         Err(e) => {
             restore_terminal();
@@ -199,28 +203,61 @@ fn watch_signals() {
     }
 }
 
-async fn event_loop(app: &mut App, handle: engine::EngineHandle) -> std::io::Result<()> {
+async fn event_loop(
+    app: &mut App,
+    handle: engine::EngineHandle,
+    settings: &Settings,
+    demo_mode: bool,
+) -> std::io::Result<()> {
     let engine::EngineHandle {
-        ops,
+        mut ops,
         mut events,
-        task,
+        mut task,
     } = handle;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     let mut input = EventStream::new();
-    // Results of work done off this task (file writes), back as messages.
+    // Results of work done off this task (file writes, the store), back as messages.
     let (ui_tx, mut ui_rx) = tokio::sync::mpsc::unbounded_channel::<Msg>();
+    if let Ok(store) = crate::store::Store::open(&settings.data_dir) {
+        app.browser_requests = Some(browser::worker(store, ui_tx.clone()));
+    }
+    if app.open_browser_at_start {
+        app.open_browser();
+    }
     let mut dirty = true;
     let mut last_frame = Instant::now() - FRAME;
     let mut engine_alive = true;
     let mut quit = false;
+    let mut resume: Option<String> = None;
     while !quit {
+        if let Some(id) = resume.take() {
+            // A new engine on the saved conversation; the old one stops.
+            let _ = ops.send(Op::Shutdown);
+            let _ = tokio::time::timeout(Duration::from_secs(3), &mut task).await;
+            match restart(settings, demo_mode, &id).await {
+                Ok((handle, messages, notice)) => {
+                    ops = handle.ops;
+                    events = handle.events;
+                    task = handle.task;
+                    engine_alive = true;
+                    app.resumed(&messages, notice);
+                }
+                Err(message) => app
+                    .update(Msg::Engine(crate::protocol::Event::Error {
+                        kind: crate::protocol::ErrorKind::Config,
+                        message,
+                    }))
+                    .clear(),
+            }
+            dirty = true;
+        }
         if dirty && last_frame.elapsed() >= FRAME {
             let size = terminal.size()?;
             let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
             let areas = view::layout(area, app);
             if let Some((rows, cols)) = view::terminal_inner(&areas) {
                 for effect in app.resize_terminal(rows, cols) {
-                    quit |= apply(effect, &ops, &ui_tx);
+                    quit |= apply(effect, &ops, &ui_tx, &mut resume);
                 }
             }
             app.pane_areas = [
@@ -263,7 +300,7 @@ async fn event_loop(app: &mut App, handle: engine::EngineHandle) -> std::io::Res
         };
         if let Some(msg) = msg {
             for effect in app.update(msg) {
-                quit |= apply(effect, &ops, &ui_tx);
+                quit |= apply(effect, &ops, &ui_tx, &mut resume);
             }
             dirty = true;
             // Take what else the engine has ready, so that a burst of output is one frame.
@@ -272,7 +309,7 @@ async fn event_loop(app: &mut App, handle: engine::EngineHandle) -> std::io::Res
                     break;
                 };
                 for effect in app.update(Msg::Engine(event)) {
-                    quit |= apply(effect, &ops, &ui_tx);
+                    quit |= apply(effect, &ops, &ui_tx, &mut resume);
                 }
             }
         }
@@ -282,11 +319,26 @@ async fn event_loop(app: &mut App, handle: engine::EngineHandle) -> std::io::Res
     Ok(())
 }
 
+/// An engine for a saved session: the same settings, the session's conversation.
+async fn restart(
+    settings: &Settings,
+    demo_mode: bool,
+    id: &str,
+) -> Result<(engine::EngineHandle, Vec<crate::llm::Message>, String), String> {
+    let (mut config, _) = engine_config(settings, demo_mode).await?;
+    let notice = crate::sessions::attach(&mut config, settings, Some(id))?
+        .unwrap_or_else(|| format!("Resumed session {id}."));
+    let messages = config.history.clone();
+    let handle = engine::spawn(config).map_err(|e| e.to_string())?;
+    Ok((handle, messages, notice))
+}
+
 /// Carries out an effect; returns true to quit.
 fn apply(
     effect: Effect,
     ops: &tokio::sync::mpsc::UnboundedSender<Op>,
     ui: &tokio::sync::mpsc::UnboundedSender<Msg>,
+    resume: &mut Option<String>,
 ) -> bool {
     match effect {
         Effect::Op(op) => {
@@ -301,6 +353,10 @@ fn apply(
                 crossterm::clipboard::CopyToClipboard::to_clipboard_from(text)
             );
             let _ = out.flush();
+            false
+        }
+        Effect::Resume(id) => {
+            *resume = Some(id);
             false
         }
         Effect::Export(path, text) => {

@@ -129,6 +129,10 @@ pub fn draw(frame: &mut Frame, app: &App, areas: &Areas) {
         frame.render_widget(Paragraph::new(message).wrap(Wrap { trim: true }), area);
         return;
     }
+    if let Some(browser) = &app.browser {
+        super::browser_view::draw(frame, app, browser, area);
+        return;
+    }
     if let Some(tabs) = areas.tabs {
         draw_tabs(frame, app, tabs, areas);
     }

@@ -1,0 +1,253 @@
+//! The session browser (Ctrl-O, /sessions, `--sessions`): sessions newest first, typing
+//! searches (FTS), a preview of the selected one, Enter opens it read-only, `r` resumes,
+//! `x` exports Markdown, `d` deletes (after asking), `R` renames.
+//!
+//! The store is read on a worker thread of its own; requests go out, replies come back as
+//! messages, so the UI task never waits on the disk.
+
+use std::sync::mpsc;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::app::Msg;
+use crate::store::{Exported, SessionRow, Store};
+
+/// Rows fetched at a time.
+pub const PAGE: usize = 100;
+
+#[derive(Debug)]
+pub enum Request {
+    /// Sessions from `offset`, newest first; or, with a query, the search results.
+    Rows {
+        query: String,
+        offset: usize,
+    },
+    Preview {
+        id: String,
+    },
+    Delete {
+        id: String,
+    },
+    Rename {
+        id: String,
+        title: String,
+    },
+    Export {
+        id: String,
+        path: std::path::PathBuf,
+    },
+}
+
+#[derive(Debug)]
+pub enum Reply {
+    Rows {
+        query: String,
+        offset: usize,
+        rows: Vec<Row>,
+        total: i64,
+    },
+    Preview(Box<Exported>),
+    Done(String),
+    Failed(String),
+}
+
+/// A session as the list shows it, with the search snippet when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub session: SessionRow,
+    pub snippet: Option<String>,
+}
+
+/// Starts the worker; its replies arrive on `ui`.
+pub fn worker(store: Store, ui: UnboundedSender<Msg>) -> mpsc::Sender<Request> {
+    let (tx, rx) = mpsc::channel::<Request>();
+    std::thread::Builder::new()
+        .name("session-browser".into())
+        .spawn(move || {
+            while let Ok(request) = rx.recv() {
+                let reply = answer(&store, request);
+                if ui.send(Msg::Browser(reply)).is_err() {
+                    return;
+                }
+            }
+        })
+        .ok();
+    tx
+}
+
+fn answer(store: &Store, request: Request) -> Reply {
+    let result = match request {
+        Request::Rows { query, offset } => {
+            if query.trim().is_empty() {
+                store.list(PAGE, offset).and_then(|rows| {
+                    Ok(Reply::Rows {
+                        query,
+                        offset,
+                        rows: rows
+                            .into_iter()
+                            .map(|session| Row {
+                                session,
+                                snippet: None,
+                            })
+                            .collect(),
+                        total: store.count()?,
+                    })
+                })
+            } else {
+                store.search(&query, PAGE).map(|hits| {
+                    let total = hits.len() as i64;
+                    Reply::Rows {
+                        query,
+                        offset: 0,
+                        rows: hits
+                            .into_iter()
+                            .map(|h| Row {
+                                session: h.session,
+                                snippet: Some(format!("{}: {}", h.kind, h.snippet)),
+                            })
+                            .collect(),
+                        total,
+                    }
+                })
+            }
+        }
+        Request::Preview { id } => store.export(&id).map(|e| Reply::Preview(Box::new(e))),
+        Request::Delete { id } => store
+            .delete(&id)
+            .map(|()| Reply::Done(format!("deleted session {id}"))),
+        Request::Rename { id, title } => store
+            .rename(&id, &title)
+            .map(|()| Reply::Done(format!("renamed session {id}"))),
+        Request::Export { id, path } => store.export(&id).and_then(|e| {
+            std::fs::write(&path, e.markdown())
+                .map(|()| Reply::Done(format!("exported {id} to {}", path.display())))
+                .map_err(|source| crate::store::StoreError::Io {
+                    path: path.clone(),
+                    source,
+                })
+        }),
+    };
+    result.unwrap_or_else(|e| Reply::Failed(e.to_string()))
+}
+
+/// What the browser is doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    List,
+    /// Keys go to the search box.
+    Searching,
+    /// Reading one session, scrolled this many lines.
+    Viewing(usize),
+    ConfirmDelete,
+    Renaming(String),
+}
+
+/// The browser's state.
+pub struct Browser {
+    pub requests: mpsc::Sender<Request>,
+    pub query: String,
+    pub rows: Vec<Row>,
+    pub total: i64,
+    pub selected: usize,
+    pub preview: Option<Exported>,
+    pub mode: Mode,
+    pub message: Option<String>,
+    /// A page is on its way (so that scrolling does not ask twice).
+    pub loading: bool,
+}
+
+impl Browser {
+    pub fn open(requests: mpsc::Sender<Request>) -> Browser {
+        let browser = Browser {
+            requests,
+            query: String::new(),
+            rows: Vec::new(),
+            total: 0,
+            selected: 0,
+            preview: None,
+            mode: Mode::List,
+            message: None,
+            loading: true,
+        };
+        browser.send(Request::Rows {
+            query: String::new(),
+            offset: 0,
+        });
+        browser
+    }
+
+    pub fn send(&self, request: Request) {
+        let _ = self.requests.send(request);
+    }
+
+    pub fn selected_id(&self) -> Option<String> {
+        self.rows.get(self.selected).map(|r| r.session.id.clone())
+    }
+
+    pub fn search(&mut self) {
+        self.loading = true;
+        self.send(Request::Rows {
+            query: self.query.clone(),
+            offset: 0,
+        });
+    }
+
+    pub fn select(&mut self, index: usize) {
+        if self.rows.is_empty() {
+            return;
+        }
+        self.selected = index.min(self.rows.len() - 1);
+        // Near the end of what is loaded: fetch the next page.
+        if self.query.is_empty()
+            && !self.loading
+            && self.selected + 20 >= self.rows.len()
+            && (self.rows.len() as i64) < self.total
+        {
+            self.loading = true;
+            self.send(Request::Rows {
+                query: String::new(),
+                offset: self.rows.len(),
+            });
+        }
+        if let Some(id) = self.selected_id()
+            && self.preview.as_ref().is_none_or(|p| p.session.id != id)
+        {
+            self.send(Request::Preview { id });
+        }
+    }
+
+    pub fn reply(&mut self, reply: Reply) {
+        match reply {
+            Reply::Rows {
+                query,
+                offset,
+                rows,
+                total,
+            } => {
+                if query != self.query {
+                    return;
+                }
+                self.loading = false;
+                self.total = total;
+                if offset == 0 {
+                    self.rows = rows;
+                    self.selected = 0;
+                    self.preview = None;
+                } else if offset == self.rows.len() {
+                    self.rows.extend(rows);
+                }
+                self.select(self.selected);
+            }
+            Reply::Preview(exported) => {
+                if self.selected_id().as_deref() == Some(exported.session.id.as_str()) {
+                    self.preview = Some(*exported);
+                }
+            }
+            Reply::Done(message) => {
+                self.message = Some(message);
+                self.search();
+            }
+            Reply::Failed(message) => self.message = Some(message),
+        }
+    }
+}
