@@ -124,7 +124,8 @@ impl App {
             self.input = new_input();
             return Vec::new();
         }
-        if self.busy != Busy::Idle || self.pending.is_some() {
+        // A turn under way (even between a decision and its block's start) is interrupted.
+        if self.busy != Busy::Idle || self.pending.is_some() || self.in_turn {
             self.chat.push(Entry::Notice("interrupting…".into()));
             return vec![Effect::Op(Op::Interrupt)];
         }

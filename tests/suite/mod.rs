@@ -6,5 +6,6 @@ mod kernels_control;
 mod model_server;
 mod sessions;
 mod support;
+mod tmux;
 mod tui_e2e;
 mod tui_states;

@@ -402,3 +402,68 @@ async fn the_sessions_commands() {
         "deleted sessions leave the index: {found}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_browser_in_the_workbench_searches_previews_and_resumes() {
+    let server = ModelServer::start(vec![
+        Reply::tool("shell", "echo the-purple-giraffe"),
+        Reply::text("Found the purple giraffe."),
+        Reply::text("Nothing to see."),
+        Reply::text("It was purple."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    assert!(
+        task(&server, &data, "find the giraffe", &[])
+            .await
+            .status
+            .success()
+    );
+    assert!(
+        task(&server, &data, "unrelated errand", &[])
+            .await
+            .status
+            .success()
+    );
+
+    let command = format!(
+        "cd '{dir}' && XDG_CONFIG_HOME='{dir}/config' '{bin}' --model openai/scripted --api-base {base} --data-dir '{data}' --sessions; sleep 30",
+        dir = dir.path().display(),
+        bin = env!("CARGO_BIN_EXE_oi-tui"),
+        base = server.base("openai"),
+        data = data.display(),
+    );
+    let tmux = super::tmux::Tmux::start(&command, 160, 40);
+    let screen = tmux.wait_for("2 sessions").await;
+    assert!(
+        screen.contains("unrelated errand") && screen.contains("find the giraffe"),
+        "{screen}"
+    );
+    // Typing searches; the match shows in a snippet and the preview.
+    tmux.type_text("giraffe");
+    let screen = tmux.wait_for("1 matching").await;
+    assert!(
+        screen.contains("# find the giraffe"),
+        "the preview shows the transcript:\n{screen}"
+    );
+    assert!(screen.contains("the-purple-giraffe"), "{screen}");
+    tmux.send(&["Enter"]);
+    tmux.send(&["Enter"]);
+    tmux.wait_for("r resume · Esc back").await;
+    tmux.send(&["r"]);
+    tmux.wait_for("Resumed session").await;
+    tmux.type_text("what colour was it?");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("It was purple.").await;
+    let last = server.chats().last().unwrap().all_text();
+    assert!(
+        last.contains("find the giraffe") && last.contains("Found the purple giraffe."),
+        "{last}"
+    );
+    assert!(last.contains("what colour was it?"));
+    assert!(
+        !last.contains("unrelated errand"),
+        "only the resumed session messages: {last}"
+    );
+}

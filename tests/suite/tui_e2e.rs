@@ -2,92 +2,10 @@
 //! a highlighted block, live output, an edit with its diff, a skip the model hears of, an
 //! interrupt that keeps the kernel's state, and a quit that restores the terminal.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::model_server::{ModelServer, Reply};
-
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(command: &str, width: u16, height: u16) -> Tmux {
-        let socket = format!("oi-tui-test-{}-{}", std::process::id(), uuid_like());
-        let status = Command::new("tmux")
-            .args([
-                "-L",
-                &socket,
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-                "-s",
-                "t",
-            ])
-            .args(["-x", &width.to_string(), "-y", &height.to_string()])
-            .arg(command)
-            .status()
-            .expect("tmux is installed (the CI script installs it)");
-        assert!(status.success());
-        Tmux { socket }
-    }
-
-    fn send(&self, keys: &[&str]) {
-        let status = Command::new("tmux")
-            .args(["-L", &self.socket, "send-keys", "-t", "t"])
-            .args(keys)
-            .status()
-            .expect("send-keys");
-        assert!(status.success());
-    }
-
-    fn type_text(&self, text: &str) {
-        let status = Command::new("tmux")
-            .args(["-L", &self.socket, "send-keys", "-t", "t", "-l", text])
-            .status()
-            .expect("send-keys");
-        assert!(status.success());
-    }
-
-    fn capture(&self) -> String {
-        let out = Command::new("tmux")
-            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"])
-            .output()
-            .expect("capture-pane");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Waits until the screen shows `needle`; returns the screen.
-    async fn wait_for(&self, needle: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = self.capture();
-            if screen.contains(needle) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "waited for {needle:?}; the screen:\n{screen}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .status();
-    }
-}
-
-fn uuid_like() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos())
-}
+use super::tmux::Tmux;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_in_the_workbench() {
@@ -166,7 +84,7 @@ async fn a_session_in_the_workbench() {
     tmux.wait_for("time.sleep(60)").await;
     tmux.wait_for("awaiting your decision").await;
     tmux.send(&["y"]);
-    tmux.wait_for("long one").await;
+    tmux.wait_for("│long one").await;
     tmux.send(&["C-c"]);
     tmux.wait_for("interrupted").await;
     tmux.wait_for(" idle ").await;
