@@ -2,7 +2,7 @@
 //! a highlighted block, live output, an edit with its diff, a skip the model hears of, an
 //! interrupt that keeps the kernel's state, and a quit that restores the terminal.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::model_server::{ModelServer, Reply};
 use super::tmux::Tmux;
