@@ -156,35 +156,41 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound(id.to_string()))
     }
 
-    /// Full-text search; the best hit of each session, best sessions first.
+    /// Full-text search: the sessions whose messages, code or output match, most recent
+    /// match first, each with a snippet of its latest match. FTS walks its index newest row
+    /// first and stops early, so a word found everywhere costs no more than a rare one.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>, StoreError> {
         let fts = fts_query(query);
         if fts.is_empty() {
             return Ok(Vec::new());
         }
         let mut stmt = self.conn().prepare_cached(
-            "SELECT session_id, kind, snippet(search, 0, '[', ']', '…', 10), rank
-             FROM search WHERE search MATCH ?1 ORDER BY rank LIMIT 2000",
+            "SELECT rowid, session_id, kind FROM search WHERE search MATCH ?1 ORDER BY rowid DESC LIMIT 20000",
         )?;
-        let mut hits: Vec<(String, String, String)> = Vec::new();
-        for row in stmt.query_map([fts], |r| {
-            Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?))
-        })? {
-            let (session, kind, snippet) = row?;
-            if hits.iter().any(|(s, _, _)| *s == session) {
+        let mut found: Vec<(i64, String, String)> = Vec::new();
+        let mut rows = stmt.query([&fts])?;
+        while let Some(row) = rows.next()? {
+            let session: String = row.get(1)?;
+            if found.iter().any(|(_, s, _)| *s == session) {
                 continue;
             }
-            hits.push((session, kind, snippet));
-            if hits.len() >= limit {
+            found.push((row.get(0)?, session, row.get(2)?));
+            if found.len() >= limit {
                 break;
             }
         }
-        hits.into_iter()
-            .map(|(id, kind, snippet)| {
+        let mut text = self
+            .conn()
+            .prepare_cached("SELECT text FROM search WHERE rowid = ?1")?;
+        let terms: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+        found
+            .into_iter()
+            .map(|(rowid, id, kind)| {
+                let content: String = text.query_row([rowid], |r| r.get(0))?;
                 Ok(Hit {
                     session: self.session(&id)?,
                     kind,
-                    snippet: snippet.split_whitespace().collect::<Vec<_>>().join(" "),
+                    snippet: snippet(&content, &terms),
                 })
             })
             .collect()
@@ -291,6 +297,43 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// About 80 characters of `text` around the first word that starts with a query term, with
+/// that word in `[` `]`.
+fn snippet(text: &str, terms: &[String]) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let hit = words.iter().position(|w| {
+        let w = w
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        terms.iter().any(|t| w.starts_with(t.trim_matches('"')))
+    });
+    let Some(at) = hit else {
+        return words.iter().take(12).copied().collect::<Vec<_>>().join(" ");
+    };
+    let start = at.saturating_sub(6);
+    let end = (at + 7).min(words.len());
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    for (i, w) in words[start..end].iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        if start + i == at {
+            out.push('[');
+            out.push_str(w);
+            out.push(']');
+        } else {
+            out.push_str(w);
+        }
+    }
+    if end < words.len() {
+        out.push('…');
+    }
+    out
 }
 
 /// Words as FTS5 prefix terms, quoted so that no input can be a syntax error.
