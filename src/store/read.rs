@@ -22,7 +22,7 @@ pub struct SessionRow {
     pub blocks_skipped: i64,
 }
 
-/// A search result: the session and a snippet with the match in `[` `]`.
+/// A search result: the session and a snippet with the match in `«` `»`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hit {
     pub session: SessionRow,
@@ -300,14 +300,17 @@ impl Store {
 }
 
 /// About 80 characters of `text` around the first word that starts with a query term, with
-/// that word in `[` `]`.
+/// that word in `«` `»` (brackets are common in output; these are not).
 fn snippet(text: &str, terms: &[String]) -> String {
     let words: Vec<&str> = text.split_whitespace().collect();
+    // A word matches when one of its tokens (split as FTS splits them) starts with a term.
     let hit = words.iter().position(|w| {
-        let w = w
-            .trim_matches(|c: char| !c.is_alphanumeric())
-            .to_lowercase();
-        terms.iter().any(|t| w.starts_with(t.trim_matches('"')))
+        w.split(|c: char| !c.is_alphanumeric()).any(|token| {
+            let token = token.to_lowercase();
+            terms
+                .iter()
+                .any(|t| !t.is_empty() && token.starts_with(t.trim_matches('"')))
+        })
     });
     let Some(at) = hit else {
         return words.iter().take(12).copied().collect::<Vec<_>>().join(" ");
@@ -323,9 +326,9 @@ fn snippet(text: &str, terms: &[String]) -> String {
             out.push(' ');
         }
         if start + i == at {
-            out.push('[');
+            out.push('«');
             out.push_str(w);
-            out.push(']');
+            out.push('»');
         } else {
             out.push_str(w);
         }

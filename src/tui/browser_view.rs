@@ -147,20 +147,20 @@ fn draw_list(frame: &mut Frame, app: &App, browser: &Browser, area: Rect) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-/// Shows `[match]` in a snippet with the match highlighted.
+/// Shows `«match»` in a snippet with the match highlighted.
 fn highlight_snippet(text: &str, app: &App) -> Line<'static> {
     let mut spans = Vec::new();
     let mut rest = text;
-    while let Some(open) = rest.find('[') {
-        let Some(close) = rest[open..].find(']') else {
+    while let Some(open) = rest.find('«') {
+        let Some(close) = rest[open..].find('»') else {
             break;
         };
         spans.push(Span::styled(rest[..open].to_string(), app.theme.muted));
         spans.push(Span::styled(
-            rest[open + 1..open + close].to_string(),
+            rest[open + '«'.len_utf8()..open + close].to_string(),
             app.theme.warning.add_modifier(Modifier::BOLD),
         ));
-        rest = &rest[open + close + 1..];
+        rest = &rest[open + close + '»'.len_utf8()..];
     }
     spans.push(Span::styled(rest.to_string(), app.theme.muted));
     Line::from(spans)

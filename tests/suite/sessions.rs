@@ -241,7 +241,7 @@ fn search_finds_the_right_sessions_with_snippets() {
     let hits = store.search("revenue", 10).unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].session.id, a);
-    assert!(hits[0].snippet.contains("[revenue]"), "{}", hits[0].snippet);
+    assert!(hits[0].snippet.contains("«revenue»"), "{}", hits[0].snippet);
     let hits = store.search("matplot", 10).unwrap();
     assert_eq!(hits[0].session.id, a, "prefixes match, code is indexed");
     let hits = store.search("logs", 10).unwrap();
@@ -358,7 +358,7 @@ async fn the_sessions_commands() {
 
     let (_, found, _) = sessions(dir.path(), &["search", "unicorn"]).await;
     assert!(
-        found.contains("look for the unicorn") && found.contains("[unicorn"),
+        found.contains("look for the unicorn") && found.contains("«the-unicorn-is-here»"),
         "{found}"
     );
     let id = found.split_whitespace().next().unwrap().to_string();
