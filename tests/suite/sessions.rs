@@ -467,3 +467,29 @@ async fn the_browser_in_the_workbench_searches_previews_and_resumes() {
         "only the resumed session messages: {last}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_share_one_store() {
+    let server = ModelServer::start(
+        (0..6)
+            .map(|i| Reply::text(&format!("answer {i}")))
+            .collect(),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, c) = tokio::join!(
+        task(&server, dir.path(), "first process", &[]),
+        task(&server, dir.path(), "second process", &[]),
+        task(&server, dir.path(), "third process", &[]),
+    );
+    for out in [a, b, c] {
+        assert!(out.status.success(), "{out:?}");
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let rows = store.list(10, 0).unwrap();
+    assert_eq!(rows.len(), 3);
+    assert!(rows.iter().all(|r| r.messages == 2), "{rows:?}");
+    let (code, _, _) = sessions(dir.path(), &["rename", &rows[0].id, "a", "better", "title"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(store.session(&rows[0].id).unwrap().title, "a better title");
+}
