@@ -477,11 +477,11 @@ fn shorten_path(path: &str, max: usize) -> String {
 }
 
 fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
-    let r = centered(area, 80, 24);
+    let r = centered(area, 84, 23);
     frame.render_widget(Clear, r);
     let key = |k: &str, what: &str| {
         Line::from(vec![
-            Span::styled(format!("{k:<16}"), app.theme.key),
+            Span::styled(format!("{k:<18}"), app.theme.key),
             Span::styled(what.to_string(), app.theme.text),
         ])
     };
@@ -499,7 +499,6 @@ fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
             &k(Action::Always),
             "run it and auto-run the rest of this session",
         ),
-        Line::default(),
         Line::styled("Always", app.theme.accent),
         key(
             "Ctrl-C",
@@ -523,7 +522,6 @@ fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
             "Alt/Shift-Enter",
             "newline in the input; Up/Down walk the history",
         ),
-        Line::default(),
         Line::styled("In the input", app.theme.accent),
         key(
             "!cmd",
@@ -534,6 +532,10 @@ fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
         key(
             "/tokens /export",
             "token use; write the conversation as Markdown",
+        ),
+        key(
+            "Ctrl-O /sessions",
+            "browse, search and resume saved sessions",
         ),
         key("/quit", "quit"),
     ];
