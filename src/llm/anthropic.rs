@@ -106,28 +106,19 @@ pub(super) async fn stream(
     request: &ChatRequest,
     on_event: &mut (dyn FnMut(StreamEvent) + Send),
 ) -> Result<(), LlmError> {
-    let response = transport::post_json(
+    let mut parser = Parser::default();
+    let done = transport::post_stream(
         http,
         config,
         &url(config, "messages"),
         headers(config),
         &body(config, request),
+        Framing::Sse,
         on_event,
+        |data, on| parser.event(config, data, on),
     )
     .await?;
-    let mut parser = Parser::default();
-    let done = transport::read_frames(config, response, Framing::Sse, |frame| {
-        parser.event(config, &frame.data, on_event)
-    })
-    .await?;
-    if done {
-        Ok(())
-    } else {
-        Err(transport::stream_error(
-            config,
-            "the connection closed before the reply was complete",
-        ))
-    }
+    transport::complete(config, done)
 }
 
 #[derive(Default)]

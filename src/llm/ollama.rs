@@ -38,14 +38,7 @@ pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
         "stream": true,
     });
     if request.tools {
-        body["tools"] = json!([{
-            "type": "function",
-            "function": {
-                "name": tool::TOOL_NAME,
-                "description": tool::description(),
-                "parameters": tool::parameters_schema(),
-            }
-        }]);
+        body["tools"] = tool::function_tools();
     }
     let mut options = serde_json::Map::new();
     if let Some(n) = request.context_window {
@@ -70,28 +63,19 @@ pub(super) async fn stream(
     on_event: &mut (dyn FnMut(StreamEvent) + Send),
 ) -> Result<(), LlmError> {
     let url = join_url(&config.api_base, "api/chat");
-    let response = transport::post_json(
+    let mut parser = Parser::default();
+    let done = transport::post_stream(
         http,
         config,
         &url,
         HeaderMap::new(),
         &body(config, request),
+        Framing::Ndjson,
         on_event,
+        |data, on| parser.line(config, data, on),
     )
     .await?;
-    let mut parser = Parser::default();
-    let done = transport::read_frames(config, response, Framing::Ndjson, |frame| {
-        parser.line(config, &frame.data, on_event)
-    })
-    .await?;
-    if done {
-        Ok(())
-    } else {
-        Err(transport::stream_error(
-            config,
-            "the connection closed before the reply was complete",
-        ))
-    }
+    transport::complete(config, done)
 }
 
 #[derive(Default)]

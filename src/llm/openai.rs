@@ -42,14 +42,7 @@ pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
         "stream_options": {"include_usage": true},
     });
     if request.tools {
-        body["tools"] = json!([{
-            "type": "function",
-            "function": {
-                "name": tool::TOOL_NAME,
-                "description": tool::description(),
-                "parameters": tool::parameters_schema(),
-            }
-        }]);
+        body["tools"] = tool::function_tools();
     }
     if let Some(max) = request.max_tokens {
         body["max_tokens"] = json!(max);
@@ -78,28 +71,19 @@ pub(super) async fn stream(
     on_event: &mut (dyn FnMut(StreamEvent) + Send),
 ) -> Result<(), LlmError> {
     let url = join_url(&config.api_base, "chat/completions");
-    let response = transport::post_json(
+    let mut parser = Parser::default();
+    let done = transport::post_stream(
         http,
         config,
         &url,
         headers(config),
         &body(config, request),
+        Framing::Sse,
         on_event,
+        |data, on| parser.frame(config, data, on),
     )
     .await?;
-    let mut parser = Parser::default();
-    let done = transport::read_frames(config, response, Framing::Sse, |frame| {
-        parser.frame(config, &frame.data, on_event)
-    })
-    .await?;
-    if done || parser.finished {
-        Ok(())
-    } else {
-        Err(transport::stream_error(
-            config,
-            "the connection closed before the reply was complete",
-        ))
-    }
+    transport::complete(config, done || parser.finished)
 }
 
 /// Turns Chat Completions chunks into stream events.

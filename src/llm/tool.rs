@@ -33,6 +33,18 @@ pub fn description() -> &'static str {
     DESCRIPTION
 }
 
+/// The tool list in the OpenAI shape, which Ollama shares.
+pub fn function_tools() -> Value {
+    json!([{
+        "type": "function",
+        "function": {
+            "name": TOOL_NAME,
+            "description": DESCRIPTION,
+            "parameters": parameters_schema(),
+        }
+    }])
+}
+
 /// The arguments of a finished call: language and code. Lenient about what models send:
 /// a missing language with code present, `lang` for `language`, arguments wrapped in a
 /// string.

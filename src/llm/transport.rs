@@ -282,6 +282,35 @@ pub(crate) fn stream_error(config: &ProviderConfig, what: &str) -> LlmError {
     )
 }
 
+/// Posts a streaming request and hands each frame's data to `frame` until it says done or
+/// the stream ends. Returns whether it said done.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn post_stream(
+    http: &reqwest::Client,
+    config: &ProviderConfig,
+    url: &str,
+    headers: HeaderMap,
+    body: &serde_json::Value,
+    framing: Framing,
+    on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    mut frame: impl FnMut(&str, &mut (dyn FnMut(StreamEvent) + Send)) -> Result<Flow, LlmError>,
+) -> Result<bool, LlmError> {
+    let response = post_json(http, config, url, headers, body, on_event).await?;
+    read_frames(config, response, framing, |f| frame(&f.data, on_event)).await
+}
+
+/// Ok when the reply is complete; else the error of a stream that stopped short.
+pub(crate) fn complete(config: &ProviderConfig, complete: bool) -> Result<(), LlmError> {
+    if complete {
+        Ok(())
+    } else {
+        Err(stream_error(
+            config,
+            "the connection closed before the reply was complete",
+        ))
+    }
+}
+
 /// One unit of a stream: an SSE event (with its type) or an NDJSON line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Frame {
