@@ -121,7 +121,7 @@ mod tests {
     fn facts() -> Facts {
         Facts {
             os: "TestOS".into(),
-            cwd: "/work/here".into(),
+            cwd: "/home/ada/here".into(),
             shell: "/bin/zsh".into(),
             user: "ada".into(),
             date: "2026-11-30".into(),
@@ -134,7 +134,7 @@ mod tests {
         let p = system_prompt(&facts(), true, None, None);
         for needle in [
             "TestOS",
-            "/work/here",
+            "/home/ada/here",
             "/bin/zsh",
             "ada",
             "2026-11-30",

@@ -19,7 +19,7 @@ fn fresh() -> App {
         api_base: "http://127.0.0.1:1/v1".into(),
         tools: true,
         approval: "ask".into(),
-        cwd: "/work/project".into(),
+        cwd: "/home/ada/project".into(),
     }));
     app
 }
