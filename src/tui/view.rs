@@ -458,7 +458,9 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
 fn shorten_path(path: &str, max: usize) -> String {
     let home = std::env::var("HOME").unwrap_or_default();
     let path = match path.strip_prefix(&home) {
-        Some(rest) if !home.is_empty() => format!("~{rest}"),
+        Some(rest) if home.len() > 1 && (rest.is_empty() || rest.starts_with('/')) => {
+            format!("~{rest}")
+        }
         _ => path.to_string(),
     };
     if path.chars().count() <= max {
