@@ -5,12 +5,13 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use super::app::App;
 use super::browser::{Browser, Mode};
 use super::highlight::visible;
 use super::markdown::render;
+use super::view::pane_block;
 use crate::store::format_time;
 
 pub fn draw(frame: &mut Frame, app: &App, browser: &Browser, area: Rect) {
@@ -23,16 +24,7 @@ pub fn draw(frame: &mut Frame, app: &App, browser: &Browser, area: Rect) {
             Constraint::Length(1),
         ])
         .split(area);
-    let border = |title: String, focused: bool| {
-        Block::default()
-            .borders(Borders::ALL)
-            .border_style(if focused {
-                app.theme.focus
-            } else {
-                app.theme.border
-            })
-            .title(title)
-    };
+    let border = |title: String, focused: bool| pane_block(app, title, focused);
     let count = if browser.query.is_empty() {
         format!("{} sessions", browser.total)
     } else {
@@ -93,9 +85,7 @@ pub fn draw(frame: &mut Frame, app: &App, browser: &Browser, area: Rect) {
 }
 
 fn draw_list(frame: &mut Frame, app: &App, browser: &Browser, area: Rect) {
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(app.theme.border);
+    let block = pane_block(app, "", false);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let per_row = 2usize;
@@ -171,14 +161,7 @@ fn draw_transcript(frame: &mut Frame, app: &App, browser: &Browser, area: Rect, 
         Some(p) => format!(" {} · {} ", visible(&p.session.title), p.session.id),
         None => " Preview ".to_string(),
     };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(if matches!(browser.mode, Mode::Viewing(_)) {
-            app.theme.focus
-        } else {
-            app.theme.border
-        })
-        .title(title);
+    let block = pane_block(app, title, matches!(browser.mode, Mode::Viewing(_)));
     let lines = match &browser.preview {
         Some(p) => render(&p.markdown(), &app.theme),
         None => vec![Line::styled(

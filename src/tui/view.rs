@@ -163,7 +163,7 @@ pub fn draw(frame: &mut Frame, app: &App, areas: &Areas) {
     }
 }
 
-fn pane_block<'a>(app: &App, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {
+pub(super) fn pane_block<'a>(app: &App, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {
     Block::default()
         .borders(Borders::ALL)
         .border_style(if focused {
