@@ -26,6 +26,8 @@ import jdk.jshell.UnresolvedReferenceException;
 public class Driver {
     private static volatile boolean running = false;
     private static volatile boolean interrupted = false;
+    /** Counts blocks, so that stopping one never reaches the next. */
+    private static volatile long generation = 0;
 
     public static void main(String[] args) throws Exception {
         String fifo = args[0];
@@ -51,10 +53,25 @@ public class Driver {
         shell.eval("import java.util.stream.*;");
 
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> {
-            if (running) {
-                interrupted = true;
-                shell.stop();
+            if (!running) {
+                return;
             }
+            interrupted = true;
+            // A snippet may still be compiling when the signal comes, with nothing yet to stop:
+            // keep stopping until the block has ended.
+            final long block = generation;
+            Thread stopper = new Thread(() -> {
+                while (running && generation == block) {
+                    shell.stop();
+                    try {
+                        Thread.sleep(100);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            });
+            stopper.setDaemon(true);
+            stopper.start();
         });
 
         BufferedReader control = new BufferedReader(new FileReader(fifo, StandardCharsets.UTF_8));
@@ -66,6 +83,7 @@ public class Driver {
             }
             int status;
             interrupted = false;
+            generation++;
             running = true;
             try {
                 status = runBlock(shell, analysis, Files.readString(Path.of(parts[2])), err);

@@ -21,7 +21,10 @@ async fn interrupt_after(
     assert!(kernels.interrupt(), "a block is running");
     let started = Instant::now();
     let result = handle.await.expect("join");
-    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the block ends, without a hang"
+    );
     result
 }
 
@@ -354,12 +357,19 @@ async fn no_child_process_survives_the_kernels() {
     drop(kernels);
 
     for (lang, pid) in &pids {
-        let left = reaper::session_processes(*pid);
         let expected: Vec<i32> = if *lang == Language::Shell {
             vec![nohup]
         } else {
             vec![]
         };
+        // SIGKILL is delivered at once but takes effect when the process next runs: on a busy
+        // machine, give it a moment.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut left = reaper::session_processes(*pid);
+        while left != expected && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            left = reaper::session_processes(*pid);
+        }
         assert_eq!(left, expected, "{lang}: only the nohup'd process may stay");
     }
     // The deliberately detached ones are alive; end them here.
@@ -377,7 +387,9 @@ async fn no_child_process_survives_the_kernels() {
 
 /// Interrupts a sleeping block in `language` and checks that `x` (set by `set`) survives.
 async fn interrupt_keeps_state(language: Language, set: &str, sleep: &str, read: &str) {
-    let (kernels, _dir) = kernels();
+    // What is tested is that the interrupt keeps the state, not how fast a loaded machine
+    // delivers it (a JVM stopping a thread can take a while): a generous grace period.
+    let (kernels, _dir) = kernels_with(|c| c.grace = Duration::from_secs(15));
     let kernels = Arc::new(kernels);
     let (r, _) = run(&kernels, language, set).await;
     assert_eq!(r.status, RunStatus::Success, "{language}: {r:#?}");
