@@ -98,7 +98,9 @@ async fn a_session_in_the_workbench() {
 
     // Quit: the terminal is restored (main screen, echo and line editing back on).
     tmux.send(&["C-q"]);
-    let screen = tmux.wait_for("EXIT=0").await;
+    tmux.wait_for("EXIT=0").await;
+    // The stty line follows the exit status.
+    let screen = tmux.wait_for("icanon").await;
     assert!(
         screen.contains("icanon echo") || screen.contains("echo icanon"),
         "{screen}"
@@ -178,7 +180,9 @@ async fn sigterm_restores_the_terminal_and_kills_the_kernels() {
     unsafe {
         libc::kill(pid, libc::SIGTERM);
     }
-    let screen = tmux.wait_for("EXIT=143").await;
+    tmux.wait_for("EXIT=143").await;
+    // The stty line follows the exit status.
+    let screen = tmux.wait_for("icanon").await;
     assert!(
         screen.contains("icanon echo") || screen.contains("echo icanon"),
         "{screen}"
