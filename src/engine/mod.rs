@@ -150,8 +150,9 @@ struct Engine {
     ops: mpsc::UnboundedReceiver<Op>,
     /// Every sender of ops is gone: stop listening.
     ops_closed: bool,
-    /// Messages that arrived during a turn, sent when it ends.
-    queued: VecDeque<String>,
+    /// Ops that arrived during a turn (messages, `!cmd`, reset, undo, another model), carried
+    /// out in order when it ends.
+    queued: VecDeque<Op>,
     shutdown: bool,
     /// What the person ran with `!cmd` since their last message, for the model to see.
     context: Vec<String>,
@@ -176,7 +177,7 @@ impl Engine {
         self.configured();
         while !self.shutdown {
             let op = match self.queued.pop_front() {
-                Some(text) => Op::UserMessage { text },
+                Some(op) => op,
                 None if self.ops_closed => break,
                 None => match self.ops.recv().await {
                     Some(op) => op,
@@ -332,7 +333,7 @@ impl Engine {
         self.history.push(message);
     }
 
-    /// Ops that need no turn: input and resize reach the kernels; the rest is stale.
+    /// Ops between turns that need no turn of their own: input and resize reach the kernels.
     fn side_op(&mut self, op: Op) {
         side_op(&self.kernels, &mut self.queued, &mut self.shutdown, op);
     }
@@ -340,20 +341,20 @@ impl Engine {
 
 /// What an op that arrives in the middle of something does, as a function of the parts it
 /// touches (so that it can run while the stream or the block borrows the engine).
-fn side_op(kernels: &Kernels, queued: &mut VecDeque<String>, shutdown: &mut bool, op: Op) {
+fn side_op(kernels: &Kernels, queued: &mut VecDeque<Op>, shutdown: &mut bool, op: Op) {
     match op {
         Op::Input { data } => {
             let _ = kernels.write_input(&data);
         }
         Op::Resize { rows, cols } => kernels.resize(rows, cols),
-        Op::UserMessage { text } => queued.push_back(text),
         Op::Shutdown => *shutdown = true,
-        // Conversation changes wait for the turn to end: queue them as messages would be.
-        Op::Interrupt
-        | Op::Decision { .. }
+        // Conversation changes wait for the turn to end, in the order they came.
+        op @ (Op::UserMessage { .. }
         | Op::Shell { .. }
         | Op::Reset
         | Op::Undo
-        | Op::SetModel { .. } => {}
+        | Op::SetModel { .. }) => queued.push_back(op),
+        // Nothing is running or waiting for a decision: stale.
+        Op::Interrupt | Op::Decision { .. } => {}
     }
 }

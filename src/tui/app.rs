@@ -120,7 +120,6 @@ pub struct App {
     pub spinner: usize,
     /// In a narrow terminal, which pane the tab row shows.
     pub tab: Focus,
-    pub started: Instant,
     /// The session browser, while it is open.
     pub browser: Option<super::browser::Browser>,
     /// Open the browser as soon as the store is there (`--sessions`).
@@ -163,7 +162,6 @@ impl App {
             setup: None,
             spinner: 0,
             tab: Focus::Chat,
-            started: Instant::now(),
             browser: None,
             open_browser_at_start: false,
             browser_requests: None,

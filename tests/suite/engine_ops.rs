@@ -213,3 +213,45 @@ async fn an_interrupted_stream_keeps_what_arrived() {
         "the partial reply is in the history"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ops_sent_during_a_turn_run_after_it_in_order() {
+    let server = ModelServer::start(vec![
+        Reply::text("a slow reply to the first").slow(Duration::from_millis(100)),
+        Reply::text("second answer"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = engine::spawn(config(Some(&server), dir.path())).unwrap();
+    h.ops
+        .send(Op::UserMessage {
+            text: "first".into(),
+        })
+        .unwrap();
+    until(&mut h, |e| matches!(e, Event::AssistantDelta { .. })).await;
+    // While the model streams: a command, then a message.
+    h.ops
+        .send(Op::Shell {
+            command: "echo queued-$((1 + 1))".into(),
+        })
+        .unwrap();
+    h.ops
+        .send(Op::UserMessage {
+            text: "second".into(),
+        })
+        .unwrap();
+    assert!(matches!(
+        until(&mut h, turn_end).await,
+        Event::TurnFinished { end: TurnEnd::Done }
+    ));
+    let ran = until(&mut h, |e| matches!(e, Event::ExecFinished { .. })).await;
+    assert!(
+        matches!(ran, Event::ExecFinished { ref result, .. } if result.output.trim() == "queued-2")
+    );
+    until(&mut h, turn_end).await;
+    let second = server.chats()[1].all_text();
+    assert!(
+        second.contains("queued-2") && second.contains("second"),
+        "{second}"
+    );
+}
