@@ -58,14 +58,19 @@ pub struct Row {
     pub snippet: Option<String>,
 }
 
-/// Starts the worker; its replies arrive on `ui`.
-pub fn worker(store: Store, ui: UnboundedSender<Msg>) -> mpsc::Sender<Request> {
+/// Starts the worker, which opens the store in `data_dir` itself (off the UI task); its
+/// replies arrive on `ui`.
+pub fn worker(data_dir: std::path::PathBuf, ui: UnboundedSender<Msg>) -> mpsc::Sender<Request> {
     let (tx, rx) = mpsc::channel::<Request>();
     std::thread::Builder::new()
         .name("session-browser".into())
         .spawn(move || {
+            let store = Store::open(&data_dir).map_err(|e| e.to_string());
             while let Ok(request) = rx.recv() {
-                let reply = answer(&store, request);
+                let reply = match &store {
+                    Ok(store) => answer(store, request),
+                    Err(message) => Reply::Failed(message.clone()),
+                };
                 if ui.send(Msg::Browser(reply)).is_err() {
                     return;
                 }
@@ -247,7 +252,10 @@ impl Browser {
                 self.message = Some(message);
                 self.search();
             }
-            Reply::Failed(message) => self.message = Some(message),
+            Reply::Failed(message) => {
+                self.loading = false;
+                self.message = Some(message);
+            }
         }
     }
 }

@@ -218,9 +218,7 @@ async fn event_loop(
     let mut input = EventStream::new();
     // Results of work done off this task (file writes, the store), back as messages.
     let (ui_tx, mut ui_rx) = tokio::sync::mpsc::unbounded_channel::<Msg>();
-    if let Ok(store) = crate::store::Store::open(&settings.data_dir) {
-        app.browser_requests = Some(browser::worker(store, ui_tx.clone()));
-    }
+    app.browser_requests = Some(browser::worker(settings.data_dir.clone(), ui_tx.clone()));
     if app.open_browser_at_start {
         app.open_browser();
     }
@@ -325,9 +323,17 @@ async fn restart(
     demo_mode: bool,
     id: &str,
 ) -> Result<(engine::EngineHandle, Vec<crate::llm::Message>, String), String> {
-    let (mut config, _) = engine_config(settings, demo_mode).await?;
-    let notice = crate::sessions::attach(&mut config, settings, Some(id))?
-        .unwrap_or_else(|| format!("Resumed session {id}."));
+    let (config, _) = engine_config(settings, demo_mode).await?;
+    // The store is read off the UI task.
+    let (settings, id) = (settings.clone(), id.to_string());
+    let (config, notice) = tokio::task::spawn_blocking(move || {
+        let mut config = config;
+        let notice = crate::sessions::attach(&mut config, &settings, Some(&id))?
+            .unwrap_or_else(|| format!("Resumed session {id}."));
+        Ok::<_, String>((config, notice))
+    })
+    .await
+    .map_err(|e| format!("resuming failed: {e}"))??;
     let messages = config.history.clone();
     let handle = engine::spawn(config).map_err(|e| e.to_string())?;
     Ok((handle, messages, notice))
