@@ -13,15 +13,13 @@ use std::time::{Duration, Instant};
 
 use model_server::{ModelServer, Reply};
 
+mod support;
+use support::median;
+
 const BIN: &str = env!("CARGO_BIN_EXE_oi-tui");
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
+    support::runtime().block_on(async {
         one_turn().await;
         stream_throughput().await;
     });
@@ -73,11 +71,6 @@ async fn measure(args: Vec<String>, dir: &std::path::Path) -> (Duration, u64, u6
     })
     .await
     .expect("join")
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 async fn one_turn() {

@@ -5,23 +5,17 @@
 //! figures on a shared machine are for reading, not for failing a build.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use oi_tui::exec::{Block, KernelConfig, Kernels, Language, RunStatus};
 
+mod support;
+use support::{SIZE, Selection, bare_pty_cat, mb_per_s, ms, text_file};
+
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let only: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let wants = |name: &str| only.is_empty() || only.iter().any(|o| name.contains(o.as_str()));
-    runtime.block_on(async {
+    let selection = Selection::from_args();
+    let wants = |name: &str| selection.wants(name);
+    support::runtime().block_on(async {
         if wants("warm") {
             warm_latency(Language::Python, "print(1)").await;
             warm_latency(Language::Shell, "echo 1").await;
@@ -98,19 +92,8 @@ async fn cold_start(language: Language, code: &str) {
 }
 
 async fn throughput() {
-    const SIZE: usize = 100 * 1024 * 1024;
     let dir = tempfile::tempdir().expect("dir");
-    let file = dir.path().join("100mb.txt");
-    {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&file).expect("create"));
-        let line =
-            b"the quick brown fox jumps over the lazy dog 0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ\n";
-        let mut written = 0;
-        while written < SIZE {
-            f.write_all(line).expect("write");
-            written += line.len();
-        }
-    }
+    let file = text_file(dir.path());
     let cat = format!("cat '{}'", file.display());
 
     let mut bare = Vec::new();
@@ -143,38 +126,4 @@ async fn throughput() {
         mb_per_s(SIZE, k),
         b.as_secs_f64() / k.as_secs_f64()
     );
-}
-
-/// `cat FILE` in a bare PTY, its output read to the end and thrown away.
-fn bare_pty_cat(file: &std::path::Path) -> Duration {
-    let pair = portable_pty::native_pty_system()
-        .openpty(portable_pty::PtySize::default())
-        .expect("pty");
-    let mut cmd = portable_pty::CommandBuilder::new("cat");
-    cmd.arg(file);
-    let start = Instant::now();
-    let mut child = pair.slave.spawn_command(cmd).expect("spawn");
-    drop(pair.slave);
-    let mut reader = pair.master.try_clone_reader().expect("reader");
-    let mut sink = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/null")
-        .expect("null");
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match reader.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => sink.write_all(&buf[..n]).expect("write"),
-        }
-    }
-    child.wait().expect("wait");
-    start.elapsed()
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn mb_per_s(bytes: usize, d: Duration) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0) / d.as_secs_f64()
 }

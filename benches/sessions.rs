@@ -5,9 +5,12 @@
 //! Run with `cargo bench --bench sessions` (building the store takes a minute or two).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use oi_tui::store::Store;
+
+mod support;
+use support::{median, ms};
 
 const SESSIONS: usize = 10_000;
 const MESSAGES: usize = 50;
@@ -169,13 +172,4 @@ fn build(dir: &std::path::Path) {
     tx.commit().unwrap();
     conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
         .unwrap();
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }

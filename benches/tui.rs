@@ -9,7 +9,6 @@
 #[allow(dead_code)]
 mod model_server;
 
-use std::io::{Read, Write};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -23,19 +22,15 @@ use oi_tui::tui::app::{App, Msg};
 use oi_tui::tui::theme::{Depth, Theme};
 use oi_tui::tui::view;
 
+mod support;
+use support::{Selection, bare_pty_cat, ms, text_file};
+
 const BIN: &str = env!("CARGO_BIN_EXE_oi-tui");
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let only: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let wants = |name: &str| only.is_empty() || only.iter().any(|o| name.contains(o.as_str()));
+    let runtime = support::runtime();
+    let selection = Selection::from_args();
+    let wants = |name: &str| selection.wants(name);
     if wants("frame") {
         frame_time();
     }
@@ -109,19 +104,8 @@ fn frame_time() {
 }
 
 async fn ingest() {
-    const SIZE: usize = 100 * 1024 * 1024;
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("100mb.txt");
-    {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
-        let line =
-            b"the quick brown fox jumps over the lazy dog 0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ\n";
-        let mut written = 0;
-        while written < SIZE {
-            f.write_all(line).unwrap();
-            written += line.len();
-        }
-    }
+    let file = text_file(dir.path());
     let kernels = std::sync::Arc::new(Kernels::new(KernelConfig {
         cwd: dir.path().to_path_buf(),
         rows: 40,
@@ -170,26 +154,6 @@ async fn ingest() {
         ms(tui[1]),
         bare[1].as_secs_f64() / tui[1].as_secs_f64()
     );
-}
-
-fn bare_pty_cat(file: &std::path::Path) -> Duration {
-    let pair = portable_pty::native_pty_system()
-        .openpty(portable_pty::PtySize::default())
-        .unwrap();
-    let mut cmd = portable_pty::CommandBuilder::new("cat");
-    cmd.arg(file);
-    let start = Instant::now();
-    let mut child = pair.slave.spawn_command(cmd).unwrap();
-    drop(pair.slave);
-    let mut reader = pair.master.try_clone_reader().unwrap();
-    let mut buf = vec![0u8; 64 * 1024];
-    while let Ok(n) = reader.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-    }
-    child.wait().unwrap();
-    start.elapsed()
 }
 
 struct Tmux(String);
@@ -345,8 +309,4 @@ async fn million_lines_rss() {
         peak as f64 / 1024.0,
         start.elapsed().as_secs_f64()
     );
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }

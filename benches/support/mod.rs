@@ -1,0 +1,92 @@
+//! What the benchmarks share: the runtime, picking benchmarks by name from the command line,
+//! the 100 MB test file, the bare-PTY baseline, and formatting.
+// Each benchmark uses some of these, not all.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The size of the throughput benchmarks' file.
+pub const SIZE: usize = 100 * 1024 * 1024;
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Whether a benchmark was asked for: all when no names are given, else those containing one.
+pub struct Selection(Vec<String>);
+
+impl Selection {
+    pub fn from_args() -> Selection {
+        Selection(
+            std::env::args()
+                .skip(1)
+                .filter(|a| !a.starts_with('-'))
+                .collect(),
+        )
+    }
+
+    pub fn wants(&self, name: &str) -> bool {
+        self.0.is_empty() || self.0.iter().any(|o| name.contains(o.as_str()))
+    }
+}
+
+/// Writes `SIZE` bytes of text lines into `dir` and returns the file.
+pub fn text_file(dir: &Path) -> PathBuf {
+    let file = dir.join("100mb.txt");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&file).expect("create"));
+    let line =
+        b"the quick brown fox jumps over the lazy dog 0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ\n";
+    let mut written = 0;
+    while written < SIZE {
+        f.write_all(line).expect("write");
+        written += line.len();
+    }
+    f.flush().expect("flush");
+    file
+}
+
+/// `cat FILE` in a bare PTY, its output read to the end and written to /dev/null: the
+/// baseline.
+pub fn bare_pty_cat(file: &Path) -> Duration {
+    let pair = portable_pty::native_pty_system()
+        .openpty(portable_pty::PtySize::default())
+        .expect("pty");
+    let mut cmd = portable_pty::CommandBuilder::new("cat");
+    cmd.arg(file);
+    let start = Instant::now();
+    let mut child = pair.slave.spawn_command(cmd).expect("spawn");
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().expect("reader");
+    let mut null = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .expect("/dev/null");
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => null.write_all(&buf[..n]).expect("write"),
+        }
+    }
+    child.wait().expect("wait");
+    start.elapsed()
+}
+
+pub fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+pub fn mb_per_s(bytes: usize, d: Duration) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0) / d.as_secs_f64()
+}
