@@ -5,8 +5,6 @@
 //! interrupt.
 
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use tokio::sync::mpsc;
 
@@ -143,22 +141,14 @@ async fn next_key(keys: &mut Option<KeyPump>) -> Option<Vec<u8>> {
 
 /// Ctrl-C: the first stops the running block and then the turn; a second exits.
 fn watch_interrupts(ops: mpsc::UnboundedSender<Op>) {
-    let count = Arc::new(AtomicU32::new(0));
-    tokio::spawn(async move {
-        // One listener for the whole run: a fresh one per signal may see the same signal
-        // twice.
-        let Ok(mut signals) =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        else {
-            return;
-        };
-        while signals.recv().await.is_some() {
-            if count.fetch_add(1, Ordering::SeqCst) == 0 {
-                eprintln!("\noi-tui: interrupting; press Ctrl-C again to quit at once");
-                let _ = ops.send(Op::Interrupt);
-            } else {
-                shutdown::exit(130);
-            }
+    let mut count = 0;
+    shutdown::on_interrupt(move || {
+        count += 1;
+        if count == 1 {
+            eprintln!("\noi-tui: interrupting; press Ctrl-C again to quit at once");
+            let _ = ops.send(Op::Interrupt);
+        } else {
+            shutdown::exit(130);
         }
     });
 }

@@ -27,6 +27,7 @@ fn main() {
         }
     };
     let status = runtime.block_on(async {
+        shutdown::exit_on_terminate();
         match cli.command {
             Some(Command::Run(args)) => match oi_tui::run::run(args).await {
                 Ok(code) => code,

@@ -150,29 +150,11 @@ fn forward_keys(kernels: Arc<Kernels>) {
     });
 }
 
+/// Ctrl-C interrupts the running block; with none running, it exits.
 fn watch_signals(kernels: Arc<Kernels>) {
-    tokio::spawn(async move {
-        let Ok(mut signals) =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        else {
-            return;
-        };
-        while signals.recv().await.is_some() {
-            if !kernels.interrupt() {
-                shutdown::exit(130);
-            }
+    shutdown::on_interrupt(move || {
+        if !kernels.interrupt() {
+            shutdown::exit(130);
         }
     });
-    for (kind, number) in [
-        (tokio::signal::unix::SignalKind::terminate(), libc::SIGTERM),
-        (tokio::signal::unix::SignalKind::hangup(), libc::SIGHUP),
-    ] {
-        if let Ok(mut signal) = tokio::signal::unix::signal(kind) {
-            tokio::spawn(async move {
-                if signal.recv().await.is_some() {
-                    shutdown::exit(128 + number);
-                }
-            });
-        }
-    }
 }

@@ -41,3 +41,36 @@ pub fn install_panic_hook() {
         std::process::exit(101);
     }));
 }
+
+/// On SIGTERM or SIGHUP, leaves through `exit` (kernels killed, terminal restored) with the
+/// conventional status. Every face gets this from `main`.
+pub fn exit_on_terminate() {
+    use tokio::signal::unix::{SignalKind, signal};
+    for (kind, number) in [
+        (SignalKind::terminate(), libc::SIGTERM),
+        (SignalKind::hangup(), libc::SIGHUP),
+    ] {
+        if let Ok(mut listener) = signal(kind) {
+            tokio::spawn(async move {
+                if listener.recv().await.is_some() {
+                    exit(128 + number);
+                }
+            });
+        }
+    }
+}
+
+/// Calls `handle` on each SIGINT (Ctrl-C in a line-based face). One listener serves the whole
+/// run: a fresh one per signal may see the same signal twice.
+pub fn on_interrupt(mut handle: impl FnMut() + Send + 'static) {
+    tokio::spawn(async move {
+        let Ok(mut listener) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        else {
+            return;
+        };
+        while listener.recv().await.is_some() {
+            handle();
+        }
+    });
+}

@@ -99,7 +99,6 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
         return 1;
     }
     shutdown::on_exit_restore_terminal(restore_terminal);
-    watch_signals();
     let status = match event_loop(&mut app, handle, &settings, demo_mode).await {
         Ok(()) => 0,
         Err(e) => {
@@ -185,22 +184,6 @@ pub fn restore_terminal() {
         crossterm::cursor::Show
     );
     let _ = disable_raw_mode();
-}
-
-fn watch_signals() {
-    use tokio::signal::unix::{SignalKind, signal};
-    for (kind, number) in [
-        (SignalKind::terminate(), libc::SIGTERM),
-        (SignalKind::hangup(), libc::SIGHUP),
-    ] {
-        if let Ok(mut s) = signal(kind) {
-            tokio::spawn(async move {
-                if s.recv().await.is_some() {
-                    shutdown::exit(128 + number);
-                }
-            });
-        }
-    }
 }
 
 async fn event_loop(

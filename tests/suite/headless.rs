@@ -723,3 +723,57 @@ async fn a_small_context_window_drops_the_oldest_messages_and_says_so() {
         }));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_leaves_no_kernel_behind() {
+    let server =
+        ModelServer::start(vec![Reply::tool("shell", "echo \"KERNEL=$$\"; sleep 100")]).await;
+    let home = Home::new();
+    let base = server.base("openai");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+        .args([
+            "--task",
+            "wait",
+            "--model",
+            "openai/scripted",
+            "--api-base",
+            &base,
+            "-y",
+            "--json",
+        ])
+        .arg("--data-dir")
+        .arg(home.path().join("data"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut seen = String::new();
+    let kernel: i32 = loop {
+        let mut buf = [0u8; 4096];
+        let n = tokio::io::AsyncReadExt::read(&mut stdout, &mut buf)
+            .await
+            .expect("read");
+        assert!(n > 0, "{seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        if let Some(pid) = seen
+            .split("KERNEL=")
+            .skip(1)
+            .find_map(|s| s.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        {
+            break pid;
+        }
+    };
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id().expect("pid") as i32, libc::SIGTERM);
+    }
+    let status = child.wait().await.expect("wait");
+    assert_eq!(status.code(), Some(143));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !oi_tui::exec::reaper::session_processes(kernel).is_empty() {
+        assert!(Instant::now() < deadline, "the kernel's session survives");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
