@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use crate::config::Settings;
 use crate::engine::{self, Approval};
 use crate::exec::{Language, RunResult, RunStatus};
-use crate::protocol::{Decision, ErrorKind, Event, Op, ProposedBlock, TurnEnd};
+use crate::protocol::{Decision, Event, Op, ProposedBlock, TurnEnd};
 use crate::shutdown;
 use crate::term::{self, KeyPump};
 
@@ -110,11 +110,8 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
                 term::line_mode();
                 running = false;
             }
-            Event::Error { kind, .. } => {
-                status = match kind {
-                    ErrorKind::Provider | ErrorKind::Config | ErrorKind::Internal => 1,
-                };
-            }
+            // Provider, config and internal errors alike: status 1.
+            Event::Error { .. } => status = 1,
             Event::TurnFinished { end } => {
                 status = match end {
                     TurnEnd::Done | TurnEnd::MaxTurns | TurnEnd::Declined => 0,
