@@ -6,6 +6,11 @@
 //! / r / a), editing (the block in an editor; Ctrl-S accepts, Esc abandons), giving a reason
 //! (the input takes it), running (the block's terminal is live). Ctrl-C interrupts whatever
 //! runs; on idle a second Ctrl-C within 2 s quits.
+//!
+//! One pane has the keyboard (`focus`). A decision is taken only where the decision has focus
+//! (the code pane while a block waits): when a block arrives and the input is empty, focus
+//! moves there; when the person is typing, it stays in the input and the panel says which key
+//! goes to the decision. Nothing typed in the input or the chat ever decides a block.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -67,6 +72,15 @@ pub enum Busy {
     Running(BlockId, Instant),
 }
 
+/// A question the decision asks before it acts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirm {
+    /// `a`: auto-run the rest of the session?
+    Always,
+    /// Esc in a changed editor: throw the edit away?
+    Discard,
+}
+
 /// The block that waits for a decision.
 pub struct Pending {
     pub block: ProposedBlock,
@@ -78,11 +92,35 @@ pub struct Pending {
     pub editor: Option<TextArea<'static>>,
     /// The input takes a reason for skipping.
     pub reason: bool,
+    /// A question asked before acting.
+    pub confirm: Option<Confirm>,
+    /// What the panel tells the person instead of the keys (until the next key).
+    pub note: Option<String>,
 }
 
 impl Pending {
     pub fn code(&self) -> &str {
         self.edited.as_deref().unwrap_or(&self.block.code)
+    }
+
+    /// Identifies what the code pane shows for it (the code, or the diff after an edit).
+    pub fn content_key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (self.block.id, &self.block.code, &self.edited).hash(&mut h);
+        h.finish()
+    }
+
+    /// Lines in what the code pane shows for it.
+    pub fn content_lines(&self) -> usize {
+        match &self.edited {
+            Some(edited) => {
+                similar::TextDiff::from_lines(self.block.code.as_str(), edited.as_str())
+                    .iter_all_changes()
+                    .count()
+            }
+            None => self.block.code.lines().count().max(1),
+        }
     }
 }
 
@@ -111,7 +149,8 @@ pub struct App {
     pub history_pos: Option<usize>,
     pub focus: Focus,
     pub help: bool,
-    pub chat_scroll: usize,
+    /// The help overlay's first line shown.
+    pub help_scroll: usize,
     pub tokens: (u64, u64),
     pub last_ctrl_c: Option<Instant>,
     pub confirm_quit: bool,
@@ -130,7 +169,22 @@ pub struct App {
     pub pane_areas: Vec<(Focus, ratatui::layout::Rect)>,
     /// The code pane's highlighted lines, by a hash of what they show.
     pub code_cache: std::cell::RefCell<Option<(u64, Vec<ratatui::text::Line<'static>>)>>,
+    /// The code pane's scroll and what was seen of it.
+    pub code: super::code::CodeView,
+    /// A short message for the status bar (copied, …), until it is old.
+    pub flash: Option<(String, Instant)>,
+    /// The last layout was the wide one (side by side).
+    pub wide: bool,
+    /// Where the tab labels were drawn (narrow layout), for clicks.
+    pub tab_areas: Vec<(Focus, ratatui::layout::Rect)>,
+    /// The chat entry of the retries of the current request (updated in place).
+    retry_entry: Option<usize>,
+    /// The last block that ran printed something (so its output stays in view).
+    pub output_shown: bool,
 }
+
+/// How long a status-bar message stays.
+pub const FLASH: Duration = Duration::from_secs(3);
 
 impl App {
     pub fn new(theme: Theme) -> App {
@@ -155,7 +209,7 @@ impl App {
             history_pos: None,
             focus: Focus::Input,
             help: false,
-            chat_scroll: 0,
+            help_scroll: 0,
             tokens: (0, 0),
             last_ctrl_c: None,
             confirm_quit: false,
@@ -167,6 +221,37 @@ impl App {
             browser_requests: None,
             pane_areas: Vec::new(),
             code_cache: std::cell::RefCell::new(None),
+            code: super::code::CodeView::default(),
+            flash: None,
+            wide: true,
+            tab_areas: Vec::new(),
+            retry_entry: None,
+            output_shown: false,
+        }
+    }
+
+    /// Tells the person something in the status bar for a few seconds.
+    pub fn flash(&mut self, message: impl Into<String>) {
+        self.flash = Some((message.into(), Instant::now()));
+    }
+
+    /// The state the keys are read in.
+    pub fn ctx(&self) -> super::keymap::Ctx {
+        let pending = self.pending.as_ref();
+        let editing = pending.is_some_and(|p| p.editor.is_some());
+        let reason = pending.is_some_and(|p| p.reason);
+        let running = matches!(self.busy, Busy::Running(..));
+        super::keymap::Ctx {
+            decision: pending.is_some() && !editing && !reason && self.focus == Focus::Code,
+            pending: pending.is_some(),
+            editing,
+            reason,
+            input: self.focus == Focus::Input,
+            chat: self.focus == Focus::Chat,
+            scrolling: (self.focus == Focus::Code && !editing)
+                || (self.focus == Focus::Terminal && !running),
+            terminal: self.focus == Focus::Terminal,
+            running_elsewhere: running && self.focus != Focus::Terminal,
         }
     }
 
@@ -181,6 +266,13 @@ impl App {
             }
             Msg::Tick => {
                 self.spinner = self.spinner.wrapping_add(1);
+                if self
+                    .flash
+                    .as_ref()
+                    .is_some_and(|(_, at)| at.elapsed() >= FLASH)
+                {
+                    self.flash = None;
+                }
                 Vec::new()
             }
             Msg::Browser(reply) => {
@@ -194,7 +286,7 @@ impl App {
 
     /// Whether anything moves on screen by itself (so the loop ticks).
     pub fn animating(&self) -> bool {
-        self.busy != Busy::Idle
+        self.busy != Busy::Idle || self.flash.is_some()
     }
 
     /// The terminal pane's size changed: resize the emulator and the kernels' PTYs.
@@ -223,6 +315,7 @@ impl App {
                 self.in_turn = true;
                 self.busy = Busy::Thinking(Instant::now());
                 self.streaming.clear();
+                self.retry_entry = None;
             }
             Event::AssistantDelta { text } => self.streaming.push_str(&text),
             Event::BlockDelta {
@@ -233,7 +326,6 @@ impl App {
                 if !text.trim().is_empty() {
                     self.chat.push(Entry::Assistant(text));
                 }
-                self.chat_scroll = 0;
             }
             Event::BlockProposed { block, index, of } => {
                 self.streaming_code = None;
@@ -244,6 +336,9 @@ impl App {
                     first_line: first_line(&block.code),
                     state: BlockState::Proposed,
                     detail: format!("{index} of {of}"),
+                    code: block.code.clone(),
+                    output: String::new(),
+                    expanded: false,
                 });
                 self.shown_block = Some((block, format!("block {index} of {of}")));
             }
@@ -263,11 +358,11 @@ impl App {
                         edited: None,
                         editor: None,
                         reason: false,
+                        confirm: None,
+                        note: None,
                     });
-                    if self.focus == Focus::Terminal {
-                        self.focus = Focus::Input;
-                    }
-                    self.tab = Focus::Code;
+                    self.code.reset();
+                    self.arrive_at_decision();
                 }
             }
             Event::BlockSkipped { block_id, reason } => {
@@ -300,6 +395,9 @@ impl App {
                         first_line: first_line(&code),
                         state: BlockState::Running,
                         detail: String::new(),
+                        code: code.clone(),
+                        output: String::new(),
+                        expanded: false,
                     });
                 }
                 self.chat.update_block(
@@ -316,25 +414,48 @@ impl App {
                     language.name()
                 );
                 self.terminal.process(header.as_bytes());
+                if let Some(Entry::Block { code: shown, .. }) = self
+                    .chat
+                    .entries
+                    .iter_mut()
+                    .rev()
+                    .find(|e| matches!(e, Entry::Block { id, .. } if *id == block_id))
+                {
+                    shown.clone_from(&code);
+                }
                 if let Some((block, _)) = &mut self.shown_block
                     && block.id == block_id
                 {
                     block.code = code;
                 }
+                // The decision is taken: the keyboard goes back to the input, and a narrow
+                // terminal shows the output.
+                if self.focus == Focus::Code {
+                    self.focus = Focus::Input;
+                }
                 if self.tab != Focus::Chat {
                     self.tab = Focus::Terminal;
                 }
+                self.output_shown = false;
             }
-            Event::ExecOutput { data, .. } => self.terminal.process(&data),
+            Event::ExecOutput { data, .. } => {
+                self.output_shown |= !data.is_empty();
+                self.terminal.process(&data);
+            }
             Event::ExecFinished { block_id, result } => {
                 let edited = self.chat.entries.iter().any(|e| {
                     matches!(e, Entry::Block { id, detail, .. } if *id == block_id && detail == "edited")
                 });
                 let state = match result.status {
                     RunStatus::Success | RunStatus::Written => BlockState::Ran,
-                    RunStatus::Interrupted | RunStatus::TimedOut => BlockState::Interrupted,
+                    RunStatus::Interrupted => BlockState::Interrupted,
+                    RunStatus::TimedOut => BlockState::TimedOut,
                     RunStatus::Failed | RunStatus::Unavailable => BlockState::Failed,
                 };
+                self.chat.block_output(
+                    block_id,
+                    tail_lines(&result.output, super::chat::OUTPUT_TAIL),
+                );
                 let detail = if edited {
                     format!("{} · edited", result.summary())
                 } else {
@@ -358,10 +479,20 @@ impl App {
                 max,
                 delay_ms,
                 reason,
-            } => self.chat.push(Entry::Notice(format!(
-                "the request failed ({reason}); retry {attempt} of {max} in {:.1} s",
-                delay_ms as f64 / 1000.0
-            ))),
+            } => {
+                // One line for the retries of one request, updated in place.
+                let notice = Entry::Notice(format!(
+                    "the request failed ({reason}); retry {attempt} of {max} in {:.1} s",
+                    delay_ms as f64 / 1000.0
+                ));
+                match self.retry_entry {
+                    Some(i) if i + 1 == self.chat.entries.len() => self.chat.replace(i, notice),
+                    _ => {
+                        self.chat.push(notice);
+                        self.retry_entry = Some(self.chat.entries.len() - 1);
+                    }
+                }
+            }
             Event::Notice { message } => self.chat.push(Entry::Notice(message)),
             Event::HistoryChanged { note, messages } => {
                 if messages == 0 {
@@ -393,8 +524,14 @@ impl App {
                 self.pending = None;
                 self.busy = Busy::Idle;
                 self.in_turn = false;
-                // In a narrow terminal, the answer is what to see next.
-                self.tab = Focus::Chat;
+                if self.focus == Focus::Code {
+                    self.focus = Focus::Input;
+                }
+                // In a narrow terminal, the answer is what to see next, unless the output
+                // of the last block is what the person reads.
+                if !(self.tab == Focus::Terminal && self.output_shown) {
+                    self.tab = Focus::Chat;
+                }
                 match end {
                     TurnEnd::Interrupted => self.chat.push(Entry::Notice("interrupted".into())),
                     TurnEnd::MaxTurns | TurnEnd::Done | TurnEnd::Declined | TurnEnd::Error => {}
@@ -413,8 +550,26 @@ impl App {
         }
     }
 
+    /// A block waits: the decision takes the keyboard unless the person is typing, or a
+    /// narrow terminal shows the last block's output (which stays until they move on).
+    fn arrive_at_decision(&mut self) {
+        let reading_output = !self.wide && self.tab == Focus::Terminal && self.output_shown;
+        let typing = !self.input.is_empty() && self.focus == Focus::Input;
+        if reading_output {
+            if self.focus == Focus::Code {
+                self.focus = Focus::Input;
+            }
+            return;
+        }
+        self.tab = Focus::Code;
+        if !typing {
+            self.focus = Focus::Code;
+        }
+    }
+
     fn paste(&mut self, text: &str) -> Vec<Effect> {
-        let text = text.replace("\r\n", "\n");
+        // Terminals paste lines ending in CR (or CRLF): they are newlines.
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
         if let Some(editor) = self.pending.as_mut().and_then(|p| p.editor.as_mut()) {
             editor.insert_str(&text);
         } else if self.focus == Focus::Terminal {
@@ -422,7 +577,10 @@ impl App {
             return vec![Effect::Op(Op::Input {
                 data: text.replace('\n', "\r").into_bytes(),
             })];
+        } else if self.pending.as_ref().is_some_and(|p| p.reason) || self.focus == Focus::Input {
+            self.input.insert_str(&text);
         } else {
+            // A paste is text: into the input, never into a decision.
             self.focus = Focus::Input;
             self.input.insert_str(&text);
         }
@@ -524,6 +682,12 @@ fn short(text: &str, max: usize) -> String {
     } else {
         format!("{}…", text.chars().take(max).collect::<String>())
     }
+}
+
+/// The last `n` lines of `text`.
+fn tail_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 fn parse_index(label: &str) -> Option<(usize, usize)> {

@@ -1,34 +1,398 @@
-//! Rebindable keys: actions and the keys bound to them, read from the `[keys]` table of
-//! config.toml (`run = "y"`, `quit = "ctrl-q"`, ...). The panel and the help show the
-//! bindings in force. Ctrl-C (interrupt) and Enter (run) are fixed.
+//! Keybindings as data: every action, the keys bound to it, and the condition under which it
+//! applies. The dispatcher (`keys.rs`), the hint line and the help overlay all read this one
+//! table, so they cannot disagree. The `[keys]` table of config.toml rebinds the rebindable
+//! actions (`run = "y"`, `quit = "ctrl-q"`); the rules stay: decision keys act only where the
+//! decision has focus, and no key that types a character can be bound to an action that applies
+//! while the person types.
 
 use std::collections::BTreeMap;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
+    // The decision on a pending block.
     Run,
     Edit,
     Skip,
     SkipReason,
     Always,
+    /// Between the message input and the decision.
+    ToggleDecision,
+    // The editor.
+    AcceptEdit,
+    AbandonEdit,
+    // The reason for a skip.
+    SendReason,
+    CancelReason,
+    // The message input.
+    Send,
+    Newline,
+    // Anywhere.
+    Interrupt,
     Quit,
     Help,
     Copy,
+    FocusNext,
+    FocusPrev,
+    FocusTerminal,
     LeaveTerminal,
+    Sessions,
+    // Scrolling panes (chat, code, an idle terminal).
+    ScrollUp,
+    ScrollDown,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    // The chat.
+    SelectPrev,
+    SelectNext,
+    Expand,
 }
 
-const ACTIONS: [(Action, &str, &str); 9] = [
-    (Action::Run, "run", "y"),
-    (Action::Edit, "edit", "e"),
-    (Action::Skip, "skip", "n"),
-    (Action::SkipReason, "skip_reason", "r"),
-    (Action::Always, "always", "a"),
-    (Action::Quit, "quit", "ctrl-q"),
-    (Action::Help, "help", "f1"),
-    (Action::Copy, "copy", "ctrl-y"),
-    (Action::LeaveTerminal, "leave_terminal", "ctrl-g"),
+/// Where an action applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// Everywhere, while no overlay has the keyboard.
+    Always,
+    /// A block waits and the decision (code pane) has focus.
+    Decision,
+    /// A block waits (whatever has focus).
+    Pending,
+    /// The block's editor is open.
+    Editing,
+    /// The input takes a reason for skipping.
+    Reason,
+    /// The message input has focus.
+    Input,
+    /// The chat has focus.
+    Chat,
+    /// The code pane or an idle terminal has focus: it scrolls.
+    Scrolling,
+    /// The terminal pane has focus.
+    Terminal,
+    /// A block runs and the terminal pane does not have focus.
+    RunningElsewhere,
+}
+
+/// The state the keys are read in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ctx {
+    pub decision: bool,
+    pub pending: bool,
+    pub editing: bool,
+    pub reason: bool,
+    pub input: bool,
+    pub chat: bool,
+    pub scrolling: bool,
+    pub terminal: bool,
+    pub running_elsewhere: bool,
+}
+
+impl When {
+    pub fn holds(self, ctx: &Ctx) -> bool {
+        match self {
+            When::Always => true,
+            When::Decision => ctx.decision,
+            When::Pending => ctx.pending && !ctx.editing && !ctx.reason,
+            When::Editing => ctx.editing,
+            When::Reason => ctx.reason,
+            When::Input => ctx.input && !ctx.reason,
+            When::Chat => ctx.chat,
+            When::Scrolling => ctx.scrolling,
+            When::Terminal => ctx.terminal,
+            When::RunningElsewhere => ctx.running_elsewhere,
+        }
+    }
+}
+
+/// One row of the table.
+pub struct Spec {
+    pub action: Action,
+    /// The name in config.toml's `[keys]`; None: fixed.
+    pub name: Option<&'static str>,
+    /// The default keys: the first is the one config.toml replaces, the rest stay.
+    pub keys: &'static [&'static str],
+    pub when: When,
+    /// For the help overlay.
+    pub help: &'static str,
+    /// For the hint line; None: only in the help.
+    pub hint: Option<&'static str>,
+}
+
+const fn spec(
+    action: Action,
+    name: Option<&'static str>,
+    keys: &'static [&'static str],
+    when: When,
+    help: &'static str,
+    hint: Option<&'static str>,
+) -> Spec {
+    Spec {
+        action,
+        name,
+        keys,
+        when,
+        help,
+        hint,
+    }
+}
+
+use Action as A;
+use When as W;
+
+/// Every binding, in the order the hints and the help list them.
+pub const TABLE: &[Spec] = &[
+    spec(
+        A::Run,
+        Some("run"),
+        &["y", "enter"],
+        W::Decision,
+        "run the block (as edited, after an edit)",
+        Some("run"),
+    ),
+    spec(
+        A::Edit,
+        Some("edit"),
+        &["e"],
+        W::Decision,
+        "edit it; Ctrl-S accepts and shows the diff",
+        Some("edit"),
+    ),
+    spec(
+        A::Skip,
+        Some("skip"),
+        &["n"],
+        W::Decision,
+        "skip it, and tell the model",
+        Some("skip"),
+    ),
+    spec(
+        A::SkipReason,
+        Some("skip_reason"),
+        &["r"],
+        W::Decision,
+        "skip it with a reason you type",
+        Some("skip+reason"),
+    ),
+    spec(
+        A::Always,
+        Some("always"),
+        &["a"],
+        W::Decision,
+        "run it, then auto-run this session (asks once more)",
+        Some("always"),
+    ),
+    spec(
+        A::ToggleDecision,
+        Some("decide"),
+        &["esc"],
+        W::Pending,
+        "move between the message input and the decision",
+        Some("input ⇄ decision"),
+    ),
+    spec(
+        A::AcceptEdit,
+        Some("accept_edit"),
+        &["ctrl-s"],
+        W::Editing,
+        "accept the edit and show the diff",
+        Some("accept"),
+    ),
+    spec(
+        A::AbandonEdit,
+        None,
+        &["esc"],
+        W::Editing,
+        "abandon the edit (asks first when it changed)",
+        Some("abandon"),
+    ),
+    spec(
+        A::SendReason,
+        None,
+        &["enter"],
+        W::Reason,
+        "skip the block with this reason",
+        Some("skip with this reason"),
+    ),
+    spec(
+        A::CancelReason,
+        None,
+        &["esc"],
+        W::Reason,
+        "back to the decision",
+        Some("back"),
+    ),
+    spec(
+        A::Send,
+        None,
+        &["enter"],
+        W::Input,
+        "send (!cmd runs a shell command; /help: commands)",
+        Some("send"),
+    ),
+    spec(
+        A::Newline,
+        None,
+        &["ctrl-j", "alt-enter", "shift-enter"],
+        W::Input,
+        "a new line in the message",
+        None,
+    ),
+    spec(
+        A::Interrupt,
+        None,
+        &["ctrl-c"],
+        W::Always,
+        "interrupt the block or the reply; twice when idle, quit",
+        Some("interrupt"),
+    ),
+    spec(
+        A::FocusTerminal,
+        Some("focus_terminal"),
+        &["ctrl-t"],
+        W::RunningElsewhere,
+        "type into the running program (terminal pane)",
+        Some("type into it"),
+    ),
+    spec(
+        A::LeaveTerminal,
+        Some("leave_terminal"),
+        &["ctrl-g"],
+        W::Terminal,
+        "leave the terminal pane (keys go to the program)",
+        Some("leave"),
+    ),
+    spec(
+        A::FocusNext,
+        None,
+        &["tab"],
+        W::Always,
+        "focus the next pane (input, chat, code, terminal)",
+        Some("next pane"),
+    ),
+    spec(
+        A::FocusPrev,
+        None,
+        &["backtab"],
+        W::Always,
+        "focus the previous pane",
+        None,
+    ),
+    spec(
+        A::ScrollUp,
+        None,
+        &["up", "k"],
+        W::Scrolling,
+        "scroll up a line",
+        None,
+    ),
+    spec(
+        A::ScrollDown,
+        None,
+        &["down", "j"],
+        W::Scrolling,
+        "scroll down a line",
+        Some("scroll"),
+    ),
+    spec(
+        A::PageUp,
+        None,
+        &["pageup"],
+        W::Always,
+        "a page up (the focused pane; from the input, the chat)",
+        None,
+    ),
+    spec(
+        A::PageDown,
+        None,
+        &["pagedown"],
+        W::Always,
+        "scroll a page down",
+        None,
+    ),
+    spec(A::Top, None, &["home"], W::Scrolling, "to the top", None),
+    spec(
+        A::Bottom,
+        None,
+        &["end"],
+        W::Scrolling,
+        "to the bottom",
+        None,
+    ),
+    spec(
+        A::SelectPrev,
+        None,
+        &["up"],
+        W::Chat,
+        "select the entry above",
+        Some("select"),
+    ),
+    spec(
+        A::SelectNext,
+        None,
+        &["down"],
+        W::Chat,
+        "select the entry below",
+        None,
+    ),
+    spec(
+        A::Top,
+        None,
+        &["home"],
+        W::Chat,
+        "to the top of the chat",
+        None,
+    ),
+    spec(
+        A::Bottom,
+        None,
+        &["end"],
+        W::Chat,
+        "back to the bottom of the chat",
+        None,
+    ),
+    spec(
+        A::Expand,
+        None,
+        &["enter"],
+        W::Chat,
+        "show or hide a block's code, output and status",
+        Some("expand"),
+    ),
+    spec(
+        A::Copy,
+        Some("copy"),
+        &["ctrl-y"],
+        W::Always,
+        "copy the selected entry, the code, or the output",
+        None,
+    ),
+    spec(
+        A::Sessions,
+        Some("sessions"),
+        &["ctrl-o"],
+        W::Always,
+        "browse, search and resume saved sessions",
+        None,
+    ),
+    spec(
+        A::Help,
+        Some("help"),
+        &["f1"],
+        W::Always,
+        "all keys (this list)",
+        Some("help"),
+    ),
+    spec(
+        A::Quit,
+        Some("quit"),
+        &["ctrl-q"],
+        W::Always,
+        "quit (asks first if a block runs)",
+        Some("quit"),
+    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +402,7 @@ pub struct Binding {
 }
 
 impl Binding {
-    /// Parses `y`, `ctrl-q`, `alt-x`, `f1`, `esc`, `tab`, `enter`.
+    /// Parses `y`, `ctrl-q`, `alt-x`, `shift-enter`, `f1`, `esc`, `tab`, `enter`, `up`, ...
     pub fn parse(text: &str) -> Result<Binding, String> {
         let lower = text.trim().to_ascii_lowercase();
         let mut modifiers = KeyModifiers::NONE;
@@ -50,6 +414,9 @@ impl Binding {
             } else if let Some(r) = rest.strip_prefix("alt-") {
                 modifiers |= KeyModifiers::ALT;
                 rest = r;
+            } else if let Some(r) = rest.strip_prefix("shift-") {
+                modifiers |= KeyModifiers::SHIFT;
+                rest = r;
             } else {
                 break;
             }
@@ -57,8 +424,19 @@ impl Binding {
         let code = match rest {
             "esc" => KeyCode::Esc,
             "tab" => KeyCode::Tab,
+            "backtab" => KeyCode::BackTab,
             "enter" => KeyCode::Enter,
             "space" => KeyCode::Char(' '),
+            "up" => KeyCode::Up,
+            "down" => KeyCode::Down,
+            "left" => KeyCode::Left,
+            "right" => KeyCode::Right,
+            "home" => KeyCode::Home,
+            "end" => KeyCode::End,
+            "pageup" => KeyCode::PageUp,
+            "pagedown" => KeyCode::PageDown,
+            "backspace" => KeyCode::Backspace,
+            "delete" => KeyCode::Delete,
             f if f.starts_with('f') && f.len() > 1 => KeyCode::F(
                 f[1..]
                     .parse()
@@ -79,7 +457,20 @@ impl Binding {
             KeyCode::Char(c) => KeyCode::Char(c.to_ascii_lowercase()),
             other => other,
         };
-        code == self.code && key.modifiers.difference(KeyModifiers::SHIFT) == self.modifiers
+        let mut modifiers = key.modifiers;
+        // A character's shift is in the character; Shift-Tab arrives as BackTab.
+        if matches!(code, KeyCode::Char(_) | KeyCode::BackTab) {
+            modifiers.remove(KeyModifiers::SHIFT);
+        }
+        code == self.code && modifiers == self.modifiers
+    }
+
+    /// A key that types a character (so it may never act while the person types).
+    pub fn types(&self) -> bool {
+        matches!(self.code, KeyCode::Char(_))
+            && !self
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
     }
 
     pub fn label(&self) -> String {
@@ -90,6 +481,9 @@ impl Binding {
         if self.modifiers.contains(KeyModifiers::ALT) {
             label.push_str("Alt-");
         }
+        if self.modifiers.contains(KeyModifiers::SHIFT) {
+            label.push_str("Shift-");
+        }
         label.push_str(&match self.code {
             KeyCode::Char(' ') => "Space".to_string(),
             KeyCode::Char(c) if self.modifiers.is_empty() => c.to_string(),
@@ -97,80 +491,211 @@ impl Binding {
             KeyCode::F(n) => format!("F{n}"),
             KeyCode::Esc => "Esc".to_string(),
             KeyCode::Tab => "Tab".to_string(),
+            KeyCode::BackTab => "Shift-Tab".to_string(),
             KeyCode::Enter => "Enter".to_string(),
+            KeyCode::Up => "↑".to_string(),
+            KeyCode::Down => "↓".to_string(),
+            KeyCode::Left => "←".to_string(),
+            KeyCode::Right => "→".to_string(),
+            KeyCode::PageUp => "PgUp".to_string(),
+            KeyCode::PageDown => "PgDn".to_string(),
+            KeyCode::Home => "Home".to_string(),
+            KeyCode::End => "End".to_string(),
             other => format!("{other:?}"),
         });
         label
     }
 }
 
+/// The table with the keys in force.
 #[derive(Debug, Clone)]
 pub struct Keymap {
-    bindings: Vec<(Action, Binding)>,
+    /// For each row of `TABLE`, its keys.
+    keys: Vec<Vec<Binding>>,
 }
 
 impl Default for Keymap {
     fn default() -> Self {
         Keymap {
-            bindings: ACTIONS
+            keys: TABLE
                 .iter()
-                .filter_map(|(a, _, k)| Binding::parse(k).ok().map(|b| (*a, b)))
+                .map(|s| {
+                    s.keys
+                        .iter()
+                        .filter_map(|k| Binding::parse(k).ok())
+                        .collect()
+                })
                 .collect(),
         }
     }
 }
 
+/// Contexts in which two actions may not share a key: any two of these can hold at once.
+fn overlap(a: When, b: When) -> bool {
+    use When::*;
+    if a == b || a == Always || b == Always {
+        return true;
+    }
+    let pair = |x: When, y: When| (a == x && b == y) || (a == y && b == x);
+    // The decision has focus while a block is pending; a block runs while the chat or the
+    // input has focus; the code pane scrolls while it is the decision.
+    pair(Decision, Pending)
+        || pair(Decision, Scrolling)
+        || pair(Pending, Input)
+        || pair(Pending, Chat)
+        || pair(Pending, Scrolling)
+        || pair(RunningElsewhere, Input)
+        || pair(RunningElsewhere, Chat)
+        || pair(RunningElsewhere, Scrolling)
+}
+
 impl Keymap {
-    /// The defaults with the config's `[keys]` table on top; unknown actions, bad keys and
-    /// two actions on one key are errors.
+    /// The defaults with the config's `[keys]` table on top. Unknown actions, bad keys, a key
+    /// for two actions that can apply at once, and a typing key for an action that applies
+    /// while the person types are errors.
     pub fn from_config(keys: &BTreeMap<String, String>) -> Result<Keymap, String> {
         let mut map = Keymap::default();
+        let ctrl_c = Binding::parse("ctrl-c")?;
         for (name, key) in keys {
-            let Some((action, _, _)) = ACTIONS.iter().find(|(_, n, _)| n == name) else {
-                let known: Vec<&str> = ACTIONS.iter().map(|(_, n, _)| *n).collect();
+            let rows: Vec<usize> = TABLE
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.name == Some(name.as_str()))
+                .map(|(i, _)| i)
+                .collect();
+            if rows.is_empty() {
+                let mut known: Vec<&str> = TABLE.iter().filter_map(|s| s.name).collect();
+                known.dedup();
                 return Err(format!(
                     "[keys] {name}: no such action; the actions are {}",
                     known.join(", ")
                 ));
-            };
+            }
             let binding = Binding::parse(key).map_err(|e| format!("[keys] {name}: {e}"))?;
-            if binding == Binding::parse("ctrl-c")? {
+            if binding == ctrl_c {
                 return Err(format!("[keys] {name}: Ctrl-C always interrupts"));
             }
-            for slot in &mut map.bindings {
-                if slot.0 == *action {
-                    slot.1 = binding;
+            for i in rows {
+                let when = TABLE[i].when;
+                if binding.types() && !matches!(when, When::Decision | When::Scrolling) {
+                    return Err(format!(
+                        "[keys] {name}: `{key}` types a character, and {name} applies while you type; bind it with ctrl- or alt-, or to a function key"
+                    ));
                 }
+                map.keys[i][0] = binding;
             }
         }
-        for (i, (a, b)) in map.bindings.iter().enumerate() {
-            if let Some((other, _)) = map.bindings[i + 1..].iter().find(|(_, o)| o == b) {
-                return Err(format!(
-                    "[keys]: {} is bound to both {a:?} and {other:?}",
-                    b.label()
-                ));
+        for (i, a) in TABLE.iter().enumerate() {
+            for (j, b) in TABLE.iter().enumerate().skip(i + 1) {
+                if a.action == b.action || !overlap(a.when, b.when) {
+                    continue;
+                }
+                if let Some(k) = map.keys[i].iter().find(|k| map.keys[j].contains(k)) {
+                    return Err(format!(
+                        "[keys]: {} is bound to both {} and {}",
+                        k.label(),
+                        a.name.unwrap_or("a fixed key"),
+                        b.name.unwrap_or("a fixed key")
+                    ));
+                }
             }
         }
         Ok(map)
     }
 
-    pub fn is(&self, action: Action, key: &KeyEvent) -> bool {
-        self.bindings
+    /// The action `key` does in `ctx`: the first row of the table that holds and matches.
+    pub fn action(&self, ctx: &Ctx, key: &KeyEvent) -> Option<Action> {
+        TABLE
             .iter()
-            .any(|(a, b)| *a == action && b.matches(key))
+            .zip(&self.keys)
+            .find(|(s, keys)| s.when.holds(ctx) && keys.iter().any(|b| b.matches(key)))
+            .map(|(s, _)| s.action)
     }
 
-    pub fn label(&self, action: Action) -> String {
-        self.bindings
+    /// Whether `key` is bound to `action` (in any context).
+    pub fn is(&self, action: Action, key: &KeyEvent) -> bool {
+        TABLE
             .iter()
-            .find(|(a, _)| *a == action)
-            .map_or_else(String::new, |(_, b)| b.label())
+            .zip(&self.keys)
+            .any(|(s, keys)| s.action == action && keys.iter().any(|b| b.matches(key)))
+    }
+
+    /// The first key of `action`, as shown to the person.
+    pub fn label(&self, action: Action) -> String {
+        TABLE
+            .iter()
+            .zip(&self.keys)
+            .find(|(s, _)| s.action == action)
+            .and_then(|(_, keys)| keys.first())
+            .map_or_else(String::new, Binding::label)
+    }
+
+    /// The keys of one row, joined: `y / Enter`.
+    fn row_label(&self, row: usize) -> String {
+        self.keys[row]
+            .iter()
+            .map(Binding::label)
+            .collect::<Vec<_>>()
+            .join(" / ")
+    }
+
+    /// The hints that apply in `ctx`, as (key, what), in the table's order.
+    pub fn hints(&self, ctx: &Ctx) -> Vec<(String, &'static str)> {
+        let mut seen = Vec::new();
+        let mut out = Vec::new();
+        for (i, s) in TABLE.iter().enumerate() {
+            let Some(hint) = s.hint else { continue };
+            if !s.when.holds(ctx) || seen.contains(&s.action) {
+                continue;
+            }
+            seen.push(s.action);
+            let label = self.keys[i]
+                .first()
+                .map_or_else(String::new, Binding::label);
+            out.push((label, hint));
+        }
+        out
+    }
+
+    /// Every row for the help overlay, as (section, keys, what), grouped by section.
+    pub fn help(&self) -> Vec<(&'static str, String, &'static str)> {
+        let section = |w: When| match w {
+            When::Decision | When::Pending => "When a block awaits your decision",
+            When::Editing | When::Reason => "Editing a block, giving a reason",
+            When::Input => "In the message input",
+            When::Scrolling => "In the code pane and an idle terminal",
+            When::Chat => "In the chat",
+            When::Terminal | When::RunningElsewhere => "While a block runs",
+            When::Always => "Anywhere",
+        };
+        let order = [
+            When::Decision,
+            When::Editing,
+            When::Input,
+            When::Scrolling,
+            When::Chat,
+            When::Terminal,
+            When::Always,
+        ];
+        let mut rows = Vec::new();
+        for group in order {
+            for (i, s) in TABLE.iter().enumerate() {
+                if section(s.when) == section(group) {
+                    rows.push((section(s.when), self.row_label(i), s.help));
+                }
+            }
+        }
+        rows
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn press(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+    }
 
     #[test]
     fn defaults_and_rebinding() {
@@ -182,12 +707,39 @@ mod tests {
         keys.insert("run".to_string(), "x".to_string());
         keys.insert("quit".to_string(), "ctrl-x".to_string());
         let k = Keymap::from_config(&keys).unwrap();
-        assert!(k.is(
-            Action::Run,
-            &KeyEvent::new(KeyCode::Char('x'), KeyModifiers::NONE)
-        ));
+        let decision = Ctx {
+            decision: true,
+            pending: true,
+            scrolling: true,
+            ..Ctx::default()
+        };
+        assert_eq!(k.action(&decision, &press('x')), Some(Action::Run));
+        assert_eq!(k.action(&decision, &press('y')), None);
+        // Enter still runs.
+        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+        assert_eq!(k.action(&decision, &enter), Some(Action::Run));
         assert!(!k.is(Action::Quit, &ctrl_q));
         assert_eq!(k.label(Action::Run), "x");
+    }
+
+    #[test]
+    fn decision_keys_act_only_where_the_decision_has_focus() {
+        let k = Keymap::default();
+        let typing = Ctx {
+            pending: true,
+            input: true,
+            ..Ctx::default()
+        };
+        let chat = Ctx {
+            pending: true,
+            chat: true,
+            ..Ctx::default()
+        };
+        for ctx in [typing, chat] {
+            for c in "now explain first also check the date !ls -la yenra".chars() {
+                assert_eq!(k.action(&ctx, &press(c)), None, "{c:?} in {ctx:?}");
+            }
+        }
     }
 
     #[test]
@@ -201,5 +753,43 @@ mod tests {
         assert!(one("run", "hyper-x").contains("not a key"));
         assert!(one("run", "n").contains("bound to both"));
         assert!(one("quit", "ctrl-c").contains("always interrupts"));
+        // A typing key for an action that applies while typing.
+        assert!(one("quit", "q").contains("types a character"));
+        assert!(one("decide", "d").contains("types a character"));
+        assert!(one("copy", "ctrl-o").contains("bound to both"));
+    }
+
+    #[test]
+    fn every_action_has_a_help_line_and_hints_follow_the_context() {
+        let k = Keymap::default();
+        let help = k.help();
+        assert_eq!(help.len(), TABLE.len());
+        let decision = Ctx {
+            decision: true,
+            pending: true,
+            scrolling: true,
+            ..Ctx::default()
+        };
+        let hints: Vec<String> = k
+            .hints(&decision)
+            .into_iter()
+            .map(|(key, what)| format!("{key} {what}"))
+            .collect();
+        assert_eq!(
+            &hints[..6],
+            [
+                "y run",
+                "e edit",
+                "n skip",
+                "r skip+reason",
+                "a always",
+                "Esc input ⇄ decision"
+            ]
+        );
+        let typing = Ctx {
+            input: true,
+            ..Ctx::default()
+        };
+        assert!(k.hints(&typing).iter().all(|(key, _)| key != "y"));
     }
 }

@@ -1,12 +1,13 @@
-//! Keys and the mouse: what each one does in each state. The keys that work right now are
-//! also listed by `hints()`, for the approval panel and the help overlay.
+//! Keys and the mouse: the keymap (`keymap.rs`) names the action a key does in the current
+//! state; this file carries the actions out. Keys no action takes are text for the input,
+//! wherever they were typed, so that typing never decides a block.
 
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 use tui_textarea::TextArea;
 
-use super::app::{App, Busy, Effect, Focus, new_input};
+use super::app::{App, Busy, Confirm, Effect, Focus, new_input};
 use super::chat::Entry;
 use super::keymap::Action;
 use crate::protocol::{Decision, Op};
@@ -14,22 +15,28 @@ use crate::protocol::{Decision, Op};
 /// A second Ctrl-C within this long quits (when nothing runs).
 const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
 
-fn ctrl(key: &KeyEvent, c: char) -> bool {
-    key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char(c)
-}
-
 impl App {
     pub(super) fn key(&mut self, key: KeyEvent) -> Vec<Effect> {
         if key.kind == KeyEventKind::Release {
             return Vec::new();
         }
         if self.help {
-            if matches!(
-                key.code,
-                KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q') | KeyCode::F(1)
-            ) {
-                self.help = false;
+            match key.code {
+                KeyCode::Up | KeyCode::Char('k') => {
+                    self.help_scroll = self.help_scroll.saturating_sub(1)
+                }
+                KeyCode::Down | KeyCode::Char('j') => self.help_scroll += 1,
+                KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(10),
+                KeyCode::PageDown | KeyCode::Char(' ') => self.help_scroll += 10,
+                KeyCode::Home => self.help_scroll = 0,
+                KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q') | KeyCode::F(1) => {
+                    self.help = false
+                }
+                _ if self.keymap.is(Action::Help, &key) => self.help = false,
+                _ => {}
             }
+            let max = super::view::help_lines(self).len();
+            self.help_scroll = self.help_scroll.min(max);
             return Vec::new();
         }
         if self.confirm_quit {
@@ -41,87 +48,286 @@ impl App {
             }
             return Vec::new();
         }
-        if self.keymap.is(Action::Quit, &key) {
-            if matches!(self.busy, Busy::Running(..)) {
-                self.confirm_quit = true;
-                return Vec::new();
+        let ctx = self.ctx();
+        let action = self.keymap.action(&ctx, &key);
+        match action {
+            Some(Action::Quit) => {
+                if matches!(self.busy, Busy::Running(..)) {
+                    self.confirm_quit = true;
+                    return Vec::new();
+                }
+                return vec![Effect::Quit];
             }
-            return vec![Effect::Quit];
-        }
-        if ctrl(&key, 'c') {
-            if self.browser.is_some() {
-                self.browser = None;
-                return Vec::new();
+            Some(Action::Interrupt) => {
+                if self.browser.is_some() {
+                    self.browser = None;
+                    return Vec::new();
+                }
+                return self.ctrl_c();
             }
-            return self.ctrl_c();
+            _ => {}
         }
         if let Some(effects) = self.browser_key(&key) {
             return effects;
         }
-        if ctrl(&key, 'o') {
-            self.open_browser();
-            return Vec::new();
+        if let Some(p) = &mut self.pending {
+            p.note = None;
+            if let Some(confirm) = p.confirm.take() {
+                return self.confirmed(confirm, &key);
+            }
         }
-        // The terminal pane takes every other key while it has focus; Ctrl-G leaves it.
-        if self.focus == Focus::Terminal {
-            if self.keymap.is(Action::LeaveTerminal, &key) {
+        if ctx.editing {
+            return self.editor_key(action, key);
+        }
+        // The terminal pane sends every other key to the running program; Ctrl-G leaves.
+        if ctx.terminal && matches!(self.busy, Busy::Running(..)) {
+            if action == Some(Action::LeaveTerminal) {
                 self.focus = Focus::Input;
                 return Vec::new();
             }
-            return match key_bytes(&key) {
-                Some(data) if matches!(self.busy, Busy::Running(..)) => {
-                    vec![Effect::Op(Op::Input { data })]
+            return key_bytes(&key)
+                .map(|data| vec![Effect::Op(Op::Input { data })])
+                .unwrap_or_default();
+        }
+        match action {
+            Some(action) => self.act(action),
+            None => self.unbound(key),
+        }
+    }
+
+    /// Carries out an action from the keymap.
+    fn act(&mut self, action: Action) -> Vec<Effect> {
+        match action {
+            Action::Run | Action::Skip | Action::Edit | Action::SkipReason | Action::Always => {
+                return self.decide(action);
+            }
+            Action::ToggleDecision => {
+                if self.focus == Focus::Code {
+                    self.focus = Focus::Input;
+                } else {
+                    self.focus = Focus::Code;
+                    self.tab = Focus::Code;
                 }
-                _ => self.scroll_terminal(&key),
-            };
-        }
-        if self.keymap.is(Action::Help, &key) {
-            self.help = true;
-            return Vec::new();
-        }
-        if self.keymap.is(Action::Copy, &key) {
-            return self.copy_focused();
-        }
-        if let Some(effects) = self.pending_key(&key) {
-            return effects;
-        }
-        match key.code {
-            KeyCode::Tab => {
-                self.cycle_focus(1);
-                return Vec::new();
             }
-            KeyCode::BackTab => {
-                self.cycle_focus(-1);
-                return Vec::new();
+            Action::SendReason => return self.send_reason(),
+            Action::CancelReason => {
+                if let Some(p) = &mut self.pending {
+                    p.reason = false;
+                }
+                self.input = new_input();
+                self.focus = Focus::Code;
+                self.tab = Focus::Code;
             }
-            _ => {}
+            Action::Send => return self.submit(),
+            Action::Newline => self.input.insert_newline(),
+            Action::FocusNext => self.cycle_focus(1),
+            Action::FocusPrev => self.cycle_focus(-1),
+            Action::FocusTerminal => {
+                self.focus = Focus::Terminal;
+                self.tab = Focus::Terminal;
+            }
+            Action::LeaveTerminal => self.focus = Focus::Input,
+            Action::Sessions => self.open_browser(),
+            Action::Help => {
+                self.help = true;
+                self.help_scroll = 0;
+            }
+            Action::Copy => return self.copy_focused(),
+            Action::ScrollUp => self.scroll_focused(-1),
+            Action::ScrollDown => self.scroll_focused(1),
+            Action::PageUp | Action::PageDown => self.page_focused(action == Action::PageDown),
+            Action::Top | Action::Bottom => self.end_focused(action == Action::Bottom),
+            Action::SelectPrev => self.chat.select(-1),
+            Action::SelectNext => self.chat.select(1),
+            Action::Expand => {
+                if !self.chat.toggle_selected() {
+                    self.flash("select a block with ↑/↓ to expand it");
+                }
+            }
+            // Handled before the table is consulted.
+            Action::Interrupt | Action::Quit | Action::AcceptEdit | Action::AbandonEdit => {}
         }
+        Vec::new()
+    }
+
+    /// A key no action takes: text for the input, wherever it was typed.
+    fn unbound(&mut self, key: KeyEvent) -> Vec<Effect> {
+        let typed = matches!(key.code, KeyCode::Char(_))
+            && !key
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
         match self.focus {
             Focus::Input => self.input_key(key),
-            Focus::Chat => {
-                if key.code == KeyCode::Char('?') {
-                    self.help = true;
-                } else {
-                    self.chat_scroll = scroll(self.chat_scroll, &key);
-                }
+            Focus::Code if self.pending.is_some() && typed => {
+                let (run, skip, decide) = (
+                    self.keymap.label(Action::Run),
+                    self.keymap.label(Action::Skip),
+                    self.keymap.label(Action::ToggleDecision),
+                );
+                self.flash(format!(
+                    "the block waits: {run} runs it, {skip} skips it; {decide} goes to the message input"
+                ));
                 Vec::new()
             }
-            Focus::Code | Focus::Terminal => {
-                if key.code == KeyCode::Char('?') {
-                    self.help = true;
+            Focus::Chat | Focus::Code if typed => {
+                // Typing in a pane that takes no text goes to the input.
+                self.focus = Focus::Input;
+                self.input_key(key)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A decision key, where the decision has focus.
+    fn decide(&mut self, action: Action) -> Vec<Effect> {
+        let Some(pending) = self.pending.as_mut() else {
+            return Vec::new();
+        };
+        let id = pending.block.id;
+        let decision = match action {
+            Action::Run => {
+                if let Some(note) = self
+                    .code
+                    .guard(pending.content_key(), pending.content_lines())
+                {
+                    pending.note = Some(note);
+                    return Vec::new();
                 }
+                match &pending.edited {
+                    Some(code) => Decision::Edit { code: code.clone() },
+                    None => Decision::Run,
+                }
+            }
+            Action::Always => {
+                if let Some(note) = self
+                    .code
+                    .guard(pending.content_key(), pending.content_lines())
+                {
+                    pending.note = Some(note);
+                    return Vec::new();
+                }
+                pending.confirm = Some(Confirm::Always);
+                return Vec::new();
+            }
+            Action::Skip => Decision::Skip { reason: None },
+            Action::Edit => {
+                let mut editor =
+                    TextArea::new(pending.code().lines().map(str::to_string).collect());
+                editor.set_line_number_style(self.theme.muted);
+                pending.editor = Some(editor);
+                self.focus = Focus::Code;
+                self.tab = Focus::Code;
+                return Vec::new();
+            }
+            Action::SkipReason => {
+                pending.reason = true;
+                self.focus = Focus::Input;
+                self.input = TextArea::default();
+                self.input.set_placeholder_text(
+                    "Why skip it? Enter sends the reason to the model, Esc goes back",
+                );
+                return Vec::new();
+            }
+            _ => return Vec::new(),
+        };
+        self.pending = None;
+        vec![Effect::Op(Op::Decision {
+            block_id: id,
+            decision,
+        })]
+    }
+
+    /// The answer to a question the decision asked.
+    fn confirmed(&mut self, confirm: Confirm, key: &KeyEvent) -> Vec<Effect> {
+        let yes = matches!(key.code, KeyCode::Char('y') | KeyCode::Enter)
+            || (confirm == Confirm::Always && self.keymap.is(Action::Always, key));
+        let Some(pending) = self.pending.as_mut() else {
+            return Vec::new();
+        };
+        match (confirm, yes) {
+            (Confirm::Always, true) => {
+                let id = pending.block.id;
+                let code = pending.edited.clone();
+                self.pending = None;
+                self.approval = "auto-run".to_string();
+                vec![Effect::Op(Op::Decision {
+                    block_id: id,
+                    decision: Decision::RunAlways { code },
+                })]
+            }
+            (Confirm::Always, false) => {
+                pending.note = Some("auto-run stays off; the block still waits".into());
                 Vec::new()
+            }
+            (Confirm::Discard, true) => {
+                pending.editor = None;
+                Vec::new()
+            }
+            (Confirm::Discard, false) => Vec::new(),
+        }
+    }
+
+    /// Keys while the block's editor is open: they all go to the editor, except Ctrl-S
+    /// (accept) and Esc (abandon, asking first when the text changed).
+    fn editor_key(&mut self, action: Option<Action>, key: KeyEvent) -> Vec<Effect> {
+        let Some(pending) = self.pending.as_mut() else {
+            return Vec::new();
+        };
+        let Some(editor) = &mut pending.editor else {
+            return Vec::new();
+        };
+        match action {
+            Some(Action::AcceptEdit) => {
+                let code = editor.lines().join("\n");
+                pending.editor = None;
+                pending.edited = (code != pending.block.code).then_some(code);
+                self.code.reset();
+            }
+            Some(Action::AbandonEdit) => {
+                let text = editor.lines().join("\n");
+                if text == pending.code() {
+                    pending.editor = None;
+                } else {
+                    pending.confirm = Some(Confirm::Discard);
+                }
+            }
+            _ => {
+                editor.input(key);
             }
         }
+        Vec::new()
+    }
+
+    fn send_reason(&mut self) -> Vec<Effect> {
+        let Some(pending) = self.pending.take() else {
+            return Vec::new();
+        };
+        let reason = self.input.lines().join("\n");
+        self.input = new_input();
+        vec![Effect::Op(Op::Decision {
+            block_id: pending.block.id,
+            decision: Decision::Skip {
+                reason: Some(reason).filter(|r| !r.trim().is_empty()),
+            },
+        })]
     }
 
     fn ctrl_c(&mut self) -> Vec<Effect> {
         if let Some(p) = &mut self.pending
             && (p.editor.is_some() || p.reason)
         {
+            // Leaving the editor asks first when the text changed, as Esc does.
+            if let Some(editor) = &p.editor
+                && editor.lines().join("\n") != p.code()
+            {
+                p.confirm = Some(Confirm::Discard);
+                return Vec::new();
+            }
             p.editor = None;
-            p.reason = false;
-            self.input = new_input();
+            if p.reason {
+                p.reason = false;
+                self.input = new_input();
+            }
             return Vec::new();
         }
         // A turn under way (even between a decision and its block's start) is interrupted.
@@ -141,115 +347,16 @@ impl App {
             return vec![Effect::Quit];
         }
         self.last_ctrl_c = Some(now);
-        self.chat.push(Entry::Notice(
-            "press Ctrl-C again within 2 s to quit".into(),
-        ));
+        self.flash("press Ctrl-C again within 2 s to quit");
         Vec::new()
     }
 
-    /// Keys while a block waits for a decision. None: not handled here.
-    fn pending_key(&mut self, key: &KeyEvent) -> Option<Vec<Effect>> {
-        let pending = self.pending.as_mut()?;
-        let id = pending.block.id;
-        if let Some(editor) = &mut pending.editor {
-            if ctrl(key, 's') {
-                let code = editor.lines().join("\n");
-                pending.editor = None;
-                pending.edited = (code != pending.block.code).then_some(code);
-            } else if key.code == KeyCode::Esc {
-                pending.editor = None;
-            } else {
-                editor.input(*key);
-            }
-            return Some(Vec::new());
-        }
-        if pending.reason {
-            match key.code {
-                KeyCode::Esc => {
-                    pending.reason = false;
-                    self.input = new_input();
-                }
-                KeyCode::Enter => {
-                    let reason = self.input.lines().join("\n");
-                    self.input = new_input();
-                    self.pending = None;
-                    return Some(vec![Effect::Op(Op::Decision {
-                        block_id: id,
-                        decision: Decision::Skip {
-                            reason: Some(reason).filter(|r| !r.trim().is_empty()),
-                        },
-                    })]);
-                }
-                _ => {
-                    self.input.input(*key);
-                }
-            }
-            return Some(Vec::new());
-        }
-        // Approval keys work unless the person is typing a message.
-        if self.focus == Focus::Input && !self.input.is_empty() {
-            return None;
-        }
-        if key
-            .modifiers
-            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
-        {
-            return None;
-        }
-        let keymap = &self.keymap;
-        let decision = if keymap.is(Action::Run, key) || key.code == KeyCode::Enter {
-            match &pending.edited {
-                Some(code) => Decision::Edit { code: code.clone() },
-                None => Decision::Run,
-            }
-        } else if keymap.is(Action::Always, key) {
-            self.approval = "auto-run".to_string();
-            Decision::RunAlways {
-                code: pending.edited.clone(),
-            }
-        } else if keymap.is(Action::Skip, key) {
-            Decision::Skip { reason: None }
-        } else if keymap.is(Action::Edit, key) {
-            let mut editor = TextArea::new(pending.code().lines().map(str::to_string).collect());
-            editor.set_line_number_style(self.theme.muted);
-            pending.editor = Some(editor);
-            self.tab = Focus::Code;
-            return Some(Vec::new());
-        } else if keymap.is(Action::SkipReason, key) {
-            pending.reason = true;
-            self.focus = Focus::Input;
-            self.input = TextArea::default();
-            self.input.set_placeholder_text(
-                "Why skip it? Enter sends the reason to the model, Esc goes back",
-            );
-            return Some(Vec::new());
-        } else if key.code == KeyCode::Char('?') {
-            self.help = true;
-            return Some(Vec::new());
-        } else {
-            return None;
-        };
-        self.pending = None;
-        Some(vec![Effect::Op(Op::Decision {
-            block_id: id,
-            decision,
-        })])
-    }
-
     fn input_key(&mut self, key: KeyEvent) -> Vec<Effect> {
-        let newline = key
-            .modifiers
-            .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
+        let reason = self.pending.as_ref().is_some_and(|p| p.reason);
         match key.code {
-            KeyCode::Enter if !newline => return self.submit(),
-            KeyCode::Enter => self.input.insert_newline(),
-            KeyCode::Char('?') if self.input.is_empty() => self.help = true,
-            KeyCode::Up if self.input.cursor().0 == 0 => self.history_step(-1),
-            KeyCode::Down if self.input.cursor().0 + 1 >= self.input.lines().len() => {
+            KeyCode::Up if !reason && self.input.cursor().0 == 0 => self.history_step(-1),
+            KeyCode::Down if !reason && self.input.cursor().0 + 1 >= self.input.lines().len() => {
                 self.history_step(1)
-            }
-            KeyCode::PageUp | KeyCode::PageDown => {
-                self.chat_scroll = scroll(self.chat_scroll, &key)
             }
             _ => {
                 self.input.input(key);
@@ -288,7 +395,7 @@ impl App {
         if self.history.last() != Some(&text) {
             self.history.push(text.clone());
         }
-        self.chat_scroll = 0;
+        self.chat.bottom();
         if let Some(command) = text.strip_prefix('!') {
             return vec![Effect::Op(Op::Shell {
                 command: command.to_string(),
@@ -347,97 +454,129 @@ impl App {
         }
     }
 
-    fn scroll_terminal(&mut self, key: &KeyEvent) -> Vec<Effect> {
-        self.terminal_scroll = scroll(self.terminal_scroll, key).min(super::app::SCROLLBACK);
-        self.terminal
-            .screen_mut()
-            .set_scrollback(self.terminal_scroll);
+    /// Focuses `pane` (a click, a tab label).
+    pub fn focus_pane(&mut self, pane: Focus) {
+        self.focus = pane;
+        if pane != Focus::Input {
+            self.tab = pane;
+        }
+    }
+
+    fn scroll_focused(&mut self, step: isize) {
+        match self.focus {
+            Focus::Code => self.code.scroll_by(step),
+            Focus::Terminal => self.scroll_terminal(-step),
+            Focus::Chat | Focus::Input => self.chat.scroll_by(step),
+        }
+    }
+
+    fn page_focused(&mut self, down: bool) {
+        match self.focus {
+            Focus::Code => self.code.page(down),
+            Focus::Terminal => {
+                let rows = self.terminal.screen().size().0.max(2) as isize - 1;
+                self.scroll_terminal(if down { -rows } else { rows });
+            }
+            Focus::Chat | Focus::Input => self.chat.page(down),
+        }
+    }
+
+    fn end_focused(&mut self, bottom: bool) {
+        match (self.focus, bottom) {
+            (Focus::Code, true) => self.code.bottom(),
+            (Focus::Code, false) => self.code.top(),
+            (Focus::Terminal, true) => self.scroll_terminal(-(super::app::SCROLLBACK as isize)),
+            (Focus::Terminal, false) => self.scroll_terminal(super::app::SCROLLBACK as isize),
+            (_, true) => self.chat.bottom(),
+            (_, false) => self.chat.top(),
+        }
+    }
+
+    /// Scrolls the terminal's view `up` lines (negative: down).
+    fn scroll_terminal(&mut self, up: isize) {
+        let next = (self.terminal_scroll as isize + up).clamp(0, super::app::SCROLLBACK as isize);
+        self.terminal.screen_mut().set_scrollback(next as usize);
         self.terminal_scroll = self.terminal.screen().scrollback();
-        Vec::new()
     }
 
     fn copy_focused(&mut self) -> Vec<Effect> {
-        let text = match self.focus {
-            Focus::Terminal => self.terminal.screen().contents(),
-            Focus::Code => match (&self.pending, &self.shown_block) {
-                (Some(p), _) => p.code().to_string(),
-                (None, Some((b, _))) => b.code.clone(),
-                _ => String::new(),
-            },
-            Focus::Chat | Focus::Input => self
-                .chat
-                .entries
-                .iter()
-                .rev()
-                .find_map(|e| match e {
-                    Entry::Assistant(t) => Some(t.clone()),
-                    _ => None,
-                })
-                .unwrap_or_default(),
+        let (what, text) = match self.focus {
+            Focus::Terminal => ("the terminal's output", self.terminal.screen().contents()),
+            Focus::Code => (
+                "the code",
+                match (&self.pending, &self.shown_block) {
+                    (Some(p), _) => p.code().to_string(),
+                    (None, Some((b, _))) => b.code.clone(),
+                    _ => String::new(),
+                },
+            ),
+            Focus::Chat | Focus::Input => ("the entry", self.chat.selected_text()),
         };
-        if text.is_empty() {
+        if text.trim().is_empty() {
+            self.flash(format!("nothing to copy: {what} is empty"));
             return Vec::new();
         }
-        self.chat.push(Entry::Notice(format!(
-            "copied {} characters",
+        self.flash(format!(
+            "copied {what} ({} characters)",
             text.chars().count()
-        )));
+        ));
         vec![Effect::Copy(text)]
     }
 
     pub(super) fn mouse(&mut self, mouse: MouseEvent) -> Vec<Effect> {
-        let Some(pane) = self.pane_at(mouse.column, mouse.row) else {
+        if let MouseEventKind::Down(_) = mouse.kind
+            && let Some(tab) = self
+                .tab_areas
+                .iter()
+                .find(|(_, r)| contains(r, mouse.column, mouse.row))
+                .map(|(f, _)| *f)
+        {
+            self.focus_pane(tab);
+            return Vec::new();
+        }
+        let Some((pane, area)) = self
+            .pane_areas
+            .iter()
+            .find(|(_, r)| contains(r, mouse.column, mouse.row))
+            .copied()
+        else {
             return Vec::new();
         };
         match mouse.kind {
             MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
-                let up = mouse.kind == MouseEventKind::ScrollUp;
+                let step = if mouse.kind == MouseEventKind::ScrollUp {
+                    -3
+                } else {
+                    3
+                };
                 match pane {
-                    Focus::Terminal => {
-                        let next = if up {
-                            self.terminal_scroll + 3
-                        } else {
-                            self.terminal_scroll.saturating_sub(3)
-                        };
-                        self.terminal.screen_mut().set_scrollback(next);
-                        self.terminal_scroll = self.terminal.screen().scrollback();
-                    }
-                    _ => {
-                        self.chat_scroll = if up {
-                            self.chat_scroll + 3
-                        } else {
-                            self.chat_scroll.saturating_sub(3)
-                        };
-                    }
+                    Focus::Terminal => self.scroll_terminal(-step),
+                    Focus::Code => self.code.scroll_by(step),
+                    Focus::Chat | Focus::Input => self.chat.scroll_by(step),
                 }
             }
             MouseEventKind::Down(_) => {
-                self.focus = pane;
+                if pane == Focus::Chat
+                    && mouse.row > area.y
+                    && let Some(i) = self.chat.select_row((mouse.row - area.y - 1) as usize)
+                    && self
+                        .chat
+                        .entries
+                        .get(i)
+                        .is_some_and(|e| matches!(e, Entry::Block { .. }))
+                {
+                    self.chat.toggle_selected();
+                }
+                self.focus_pane(pane);
             }
             _ => {}
         }
         Vec::new()
     }
-
-    fn pane_at(&self, column: u16, row: u16) -> Option<Focus> {
-        self.pane_areas
-            .iter()
-            .find(|(_, r)| {
-                column >= r.x && column < r.x + r.width && row >= r.y && row < r.y + r.height
-            })
-            .map(|(f, _)| *f)
-    }
 }
 
-fn scroll(current: usize, key: &KeyEvent) -> usize {
-    match key.code {
-        KeyCode::Up | KeyCode::Char('k') => current + 1,
-        KeyCode::Down | KeyCode::Char('j') => current.saturating_sub(1),
-        KeyCode::PageUp => current + 10,
-        KeyCode::PageDown => current.saturating_sub(10),
-        KeyCode::End => 0,
-        _ => current,
-    }
+fn contains(r: &ratatui::layout::Rect, column: u16, row: u16) -> bool {
+    column >= r.x && column < r.x + r.width && row >= r.y && row < r.y + r.height
 }
 
 fn expand_home(path: &str) -> std::path::PathBuf {
@@ -490,57 +629,14 @@ pub fn key_bytes(key: &KeyEvent) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-/// The keys that work now, as (key, what it does), for the approval panel and the help.
+/// The keys that work now, as (key, what it does), for the panel: from the keymap, so that
+/// they cannot disagree with what the keys do.
 pub fn hints(app: &App) -> Vec<(String, &'static str)> {
-    let k = |a: Action| app.keymap.label(a);
-    let fixed = |s: &str| s.to_string();
-    if app.focus == Focus::Terminal {
-        return vec![
-            (fixed("keys"), "go to the program"),
-            (k(Action::LeaveTerminal), "leave the terminal"),
-            (fixed("Ctrl-C"), "interrupt"),
-        ];
+    let ctx = app.ctx();
+    let mut hints = app.keymap.hints(&ctx);
+    if ctx.terminal && matches!(app.busy, Busy::Running(..)) {
+        hints.retain(|(_, what)| *what != "next pane" && *what != "scroll");
+        hints.insert(0, ("keys".to_string(), "go to the program"));
     }
-    match &app.pending {
-        Some(p) if p.editor.is_some() => vec![
-            (fixed("Ctrl-S"), "accept the edit"),
-            (fixed("Esc"), "abandon it"),
-        ],
-        Some(p) if p.reason => vec![
-            (fixed("Enter"), "skip, with this reason"),
-            (fixed("Esc"), "back"),
-        ],
-        Some(p) if p.edited.is_some() => vec![
-            (k(Action::Run), "run the edited code"),
-            (k(Action::Edit), "edit again"),
-            (k(Action::Skip), "skip"),
-            (k(Action::SkipReason), "skip + reason"),
-            (k(Action::Always), "run + auto-run the rest"),
-        ],
-        Some(_) => vec![
-            (k(Action::Run), "run"),
-            (k(Action::Edit), "edit"),
-            (k(Action::Skip), "skip"),
-            (k(Action::SkipReason), "skip + reason"),
-            (k(Action::Always), "always (auto-run)"),
-        ],
-        None => match app.busy {
-            Busy::Running(..) => vec![
-                (fixed("Ctrl-C"), "interrupt"),
-                (fixed("Tab"), "focus the terminal to type"),
-                (k(Action::Quit), "quit"),
-            ],
-            Busy::Thinking(_) => vec![
-                (fixed("Ctrl-C"), "stop the reply"),
-                (k(Action::Quit), "quit"),
-            ],
-            Busy::Idle => vec![
-                (fixed("Enter"), "send"),
-                (fixed("!cmd"), "shell"),
-                (fixed("/help"), "commands"),
-                (k(Action::Help), "keys"),
-                (fixed("Ctrl-C Ctrl-C"), "quit"),
-            ],
-        },
-    }
+    hints
 }

@@ -11,6 +11,7 @@ pub mod browser;
 mod browser_keys;
 mod browser_view;
 pub mod chat;
+pub mod code;
 pub mod highlight;
 pub mod keymap;
 pub mod keys;
@@ -250,6 +251,8 @@ async fn event_loop(
             .into_iter()
             .filter_map(|(f, r)| r.map(|r| (f, r)))
             .collect();
+            app.tab_areas = areas.tab_labels.clone();
+            app.wide = areas.wide;
             terminal.draw(|frame| view::draw(frame, app, &areas))?;
             last_frame = Instant::now();
             dirty = false;

@@ -8,7 +8,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph, Wrap};
 use tui_term::widget::PseudoTerminal;
 
 use super::app::{App, Busy, Focus};
@@ -24,7 +24,7 @@ pub const MIN_HEIGHT: u16 = 12;
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 /// Where each part goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Areas {
     pub tabs: Option<Rect>,
     pub chat: Option<Rect>,
@@ -34,7 +34,18 @@ pub struct Areas {
     pub input: Rect,
     pub status: Rect,
     pub wide: bool,
+    /// The narrow layout's tab labels, for clicks.
+    pub tab_labels: Vec<(Focus, Rect)>,
+    /// The narrow code tab's strip with the end of the model's message.
+    pub context: Option<Rect>,
 }
+
+/// The narrow layout's tabs, in order, with their labels.
+const TABS: [(Focus, &str); 3] = [
+    (Focus::Chat, "Chat"),
+    (Focus::Code, "Code"),
+    (Focus::Terminal, "Terminal"),
+];
 
 pub fn layout(area: Rect, app: &App) -> Areas {
     let input_height = (app.input.lines().len() as u16 + 2).clamp(3, 8);
@@ -71,6 +82,8 @@ pub fn layout(area: Rect, app: &App) -> Areas {
             input: left[1],
             status,
             wide,
+            tab_labels: Vec::new(),
+            context: None,
         };
     }
     let parts = Layout::default()
@@ -82,12 +95,31 @@ pub fn layout(area: Rect, app: &App) -> Areas {
             Constraint::Length(input_height),
         ])
         .split(body);
-    let shown = if app.pending.is_some() {
-        Focus::Code
-    } else {
-        app.tab
-    };
-    let content = parts[1];
+    let shown = app.tab;
+    let mut content = parts[1];
+    // Above a block that waits, the end of the model's message: why it wants to run it.
+    let mut context = None;
+    if shown == Focus::Code
+        && app.pending.as_ref().is_some_and(|p| p.editor.is_none())
+        && last_message(app).is_some()
+        && content.height >= 12
+    {
+        let strip = 3.min(content.height / 4);
+        context = Some(Rect::new(content.x, content.y, content.width, strip));
+        content = Rect::new(
+            content.x,
+            content.y + strip,
+            content.width,
+            content.height - strip,
+        );
+    }
+    let mut tab_labels = Vec::new();
+    let mut x = parts[0].x;
+    for (pane, name) in TABS {
+        let width = tab_label(app, pane, name).chars().count() as u16;
+        tab_labels.push((pane, Rect::new(x, parts[0].y, width, 1)));
+        x += width + 1;
+    }
     Areas {
         tabs: Some(parts[0]),
         chat: (shown == Focus::Chat || shown == Focus::Input).then_some(content),
@@ -97,6 +129,31 @@ pub fn layout(area: Rect, app: &App) -> Areas {
         input: parts[3],
         status,
         wide,
+        tab_labels,
+        context,
+    }
+}
+
+/// The model's last message, if there is one.
+fn last_message(app: &App) -> Option<&str> {
+    app.chat.entries.iter().rev().find_map(|e| match e {
+        super::chat::Entry::Assistant(t) => Some(t.as_str()),
+        _ => None,
+    })
+}
+
+/// A tab's label: its name, with a mark when it needs the person.
+fn tab_label(app: &App, pane: Focus, name: &str) -> String {
+    let waits = pane == Focus::Code && app.pending.is_some() && app.tab != Focus::Code;
+    let running = pane == Focus::Terminal
+        && matches!(app.busy, Busy::Running(..))
+        && app.tab != Focus::Terminal;
+    if waits {
+        format!(" {name} ● awaits you ")
+    } else if running {
+        format!(" {name} ● ")
+    } else {
+        format!(" {name} ")
     }
 }
 
@@ -104,7 +161,7 @@ pub fn layout(area: Rect, app: &App) -> Areas {
 fn code_height(app: &App, total: u16) -> u16 {
     let lines = match (&app.pending, &app.shown_block, &app.streaming_code) {
         (Some(p), _, _) if p.editor.is_some() => total / 2,
-        (Some(p), _, _) => p.code().lines().count() as u16 + if p.edited.is_some() { 6 } else { 2 },
+        (Some(p), _, _) => p.content_lines() as u16 + 2,
         (None, _, Some((_, code))) => code.lines().count() as u16 + 2,
         (None, Some((b, _)), _) => b.code.lines().count() as u16 + 2,
         _ => 5,
@@ -136,6 +193,9 @@ pub fn draw(frame: &mut Frame, app: &App, areas: &Areas) {
     if let Some(tabs) = areas.tabs {
         draw_tabs(frame, app, tabs, areas);
     }
+    if let Some(r) = areas.context {
+        draw_context(frame, app, r);
+    }
     if let Some(r) = areas.chat {
         draw_chat(frame, app, r);
     }
@@ -163,15 +223,24 @@ pub fn draw(frame: &mut Frame, app: &App, areas: &Areas) {
     }
 }
 
+/// A pane's frame: the focused one (there is one) thick, in the focus colour, its title
+/// marked; the others thin and quiet.
 pub(super) fn pane_block<'a>(app: &App, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {
-    Block::default()
-        .borders(Borders::ALL)
-        .border_style(if focused {
-            app.theme.focus
-        } else {
-            app.theme.border
-        })
-        .title(title)
+    let title: Line<'a> = title.into();
+    if focused {
+        let mut spans = vec![Span::styled("▶", app.theme.focus)];
+        spans.extend(title.spans);
+        Block::default()
+            .borders(Borders::ALL)
+            .border_type(BorderType::Thick)
+            .border_style(app.theme.focus)
+            .title(Line::from(spans).style(app.theme.focus.add_modifier(Modifier::BOLD)))
+    } else {
+        Block::default()
+            .borders(Borders::ALL)
+            .border_style(app.theme.border)
+            .title(title)
+    }
 }
 
 fn draw_tabs(frame: &mut Frame, app: &App, area: Rect, areas: &Areas) {
@@ -183,21 +252,36 @@ fn draw_tabs(frame: &mut Frame, app: &App, area: Rect, areas: &Areas) {
         Focus::Chat
     };
     let mut spans = Vec::new();
-    for (pane, name) in [
-        (Focus::Chat, "Chat"),
-        (Focus::Code, "Code"),
-        (Focus::Terminal, "Terminal"),
-    ] {
+    for (pane, name) in TABS {
+        let label = tab_label(app, pane, name);
         let style = if pane == current {
             app.theme.focus.add_modifier(Modifier::REVERSED)
+        } else if label.contains('●') {
+            app.theme.warning.add_modifier(Modifier::BOLD)
         } else {
             app.theme.muted
         };
-        spans.push(Span::styled(format!(" {name} "), style));
+        spans.push(Span::styled(label, style));
         spans.push(Span::raw(" "));
     }
-    spans.push(Span::styled("Tab switches", app.theme.muted));
+    spans.push(Span::styled("Tab / click switches", app.theme.muted));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The end of the model's message, above a waiting block in the narrow code tab.
+fn draw_context(frame: &mut Frame, app: &App, area: Rect) {
+    let Some(text) = last_message(app) else {
+        return;
+    };
+    let lines = super::markdown::wrap(&render(text, &app.theme), area.width.saturating_sub(2));
+    let keep = area.height as usize;
+    let mut shown: Vec<Line<'static>> = lines[lines.len().saturating_sub(keep)..].to_vec();
+    if let Some(first) = shown.first_mut() {
+        first
+            .spans
+            .insert(0, Span::styled("oi ", app.theme.assistant));
+    }
+    frame.render_widget(Paragraph::new(shown).style(app.theme.muted), area);
 }
 
 fn draw_chat(frame: &mut Frame, app: &App, area: Rect) {
@@ -219,19 +303,37 @@ fn draw_chat(frame: &mut Frame, app: &App, area: Rect) {
     } else if !app.streaming.is_empty() || matches!(app.busy, Busy::Thinking(_)) {
         tail.push(Line::from(Span::styled("oi …", app.theme.assistant)));
     }
-    let (lines, _) = app.chat.visible_lines(
-        inner.width,
-        inner.height as usize,
-        app.chat_scroll,
-        &tail,
-        &app.theme,
-    );
+    let (lines, _) = app
+        .chat
+        .visible_lines(inner.width, inner.height as usize, &tail, &app.theme);
     frame.render_widget(Paragraph::new(lines), inner);
+    let new = app.chat.new_rows();
+    if app.chat.scroll.is_some() {
+        let note = if new > 0 {
+            format!(" ↓ {new} new · End returns ")
+        } else {
+            " scrolled · End returns ".to_string()
+        };
+        border_note(frame, app, area, note);
+    }
+}
+
+/// A note on the bottom border of a pane, on the right (`lines 1–27 of 61 ↓`, `↓ 3 new`).
+fn border_note(frame: &mut Frame, app: &App, area: Rect, note: String) {
+    let width = note.chars().count() as u16;
+    if area.width > width + 2 && area.height > 0 {
+        let r = Rect::new(
+            area.x + area.width - width - 1,
+            area.y + area.height - 1,
+            width,
+            1,
+        );
+        frame.render_widget(Paragraph::new(Line::styled(note, app.theme.warning)), r);
+    }
 }
 
 fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
-    let focused =
-        app.focus == Focus::Code || app.pending.as_ref().is_some_and(|p| p.editor.is_some());
+    let focused = app.focus == Focus::Code;
     if let Some(pending) = &app.pending {
         let language = pending
             .block
@@ -249,73 +351,80 @@ fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
             frame.render_widget(editor, inner);
             return;
         }
-        if let Some(edited) = &pending.edited {
-            let block = pane_block(
-                app,
+        let (title, lines, numbered) = match &pending.edited {
+            Some(edited) => (
                 format!(" Diff · {language} · {position} · proposed → edited "),
-                focused,
-            );
-            let lines = diff_lines(app, &pending.block.code, edited);
-            frame.render_widget(Paragraph::new(lines).block(block), area);
-            return;
-        }
-        let title = format!(" Code · {language} · {position} · awaiting your decision ");
-        draw_code_lines(frame, app, area, &pending.block.code, language, title, true);
+                diff_lines(app, &pending.block.code, edited),
+                false,
+            ),
+            None => (
+                format!(" Code · {language} · {position} · awaiting your decision "),
+                cached_highlight(app, &pending.block.code, language),
+                true,
+            ),
+        };
+        let content = super::code::Content {
+            key: pending.content_key(),
+            lines,
+            numbered,
+            styled: super::highlight::ready(),
+            theme: &app.theme,
+        };
+        draw_code_content(frame, app, area, title, content, focused);
         return;
     }
-    if let Some((tag, code)) = &app.streaming_code {
+    let (title, code, language) = if let Some((tag, code)) = &app.streaming_code {
         let language = tag.clone().unwrap_or_default();
-        let title = format!(" Code · {language} · streaming… ");
-        draw_code_lines(frame, app, area, code, &language, title, focused);
+        (format!(" Code · {language} · streaming… "), code, language)
+    } else if let Some((block, label)) = &app.shown_block {
+        let language = block
+            .language
+            .map_or(block.language_tag.as_str(), |l| l.name())
+            .to_string();
+        (
+            format!(" Code · {language} · {label} "),
+            &block.code,
+            language,
+        )
+    } else {
+        let block = pane_block(app, " Code ", focused);
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                "Blocks the model proposes appear here.",
+                app.theme.muted,
+            ))
+            .block(block),
+            area,
+        );
         return;
-    }
-    match &app.shown_block {
-        Some((block, label)) => {
-            let language = block
-                .language
-                .map_or(block.language_tag.as_str(), |l| l.name());
-            let title = format!(" Code · {language} · {label} ");
-            draw_code_lines(frame, app, area, &block.code, language, title, focused);
-        }
-        None => {
-            let block = pane_block(app, " Code ", focused);
-            frame.render_widget(
-                Paragraph::new(Line::styled(
-                    "Blocks the model proposes appear here.",
-                    app.theme.muted,
-                ))
-                .block(block),
-                area,
-            );
-        }
-    }
+    };
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (code, &language).hash(&mut hasher);
+    let content = super::code::Content {
+        key: hasher.finish(),
+        lines: cached_highlight(app, code, &language),
+        numbered: true,
+        styled: super::highlight::ready(),
+        theme: &app.theme,
+    };
+    draw_code_content(frame, app, area, title, content, focused);
 }
 
-fn draw_code_lines(
+fn draw_code_content(
     frame: &mut Frame,
     app: &App,
     area: Rect,
-    code: &str,
-    language: &str,
     title: String,
+    content: super::code::Content<'_>,
     focused: bool,
 ) {
     let block = pane_block(app, title, focused);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let lines = cached_highlight(app, code, language);
-    let width = lines.len().to_string().len().max(2);
-    let numbered: Vec<Line<'static>> = lines
-        .into_iter()
-        .enumerate()
-        .take(inner.height as usize)
-        .map(|(i, line)| {
-            let mut spans = vec![Span::styled(format!("{:>width$} ", i + 1), app.theme.muted)];
-            spans.extend(line.spans);
-            Line::from(spans)
-        })
-        .collect();
-    frame.render_widget(Paragraph::new(numbered), inner);
+    let position = app.code.draw(frame, inner, content);
+    if !position.is_empty() {
+        border_note(frame, app, area, format!(" {position} "));
+    }
 }
 
 /// Highlights once per distinct code: the frame that follows reuses it.
@@ -384,38 +493,124 @@ fn draw_terminal(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(widget, area);
 }
 
-fn draw_panel(frame: &mut Frame, app: &App, area: Rect, bordered: bool) {
+/// Joins (key, what) hints into one line that fits `width`: the last ones give way to
+/// `F1 more` when they do not fit; a hint is never cut in the middle.
+pub fn hint_line(app: &App, hints: &[(String, &str)], width: usize) -> Line<'static> {
+    let more = format!("{} more", app.keymap.label(Action::Help));
     let mut spans = Vec::new();
-    for (i, (key, what)) in hints(app).into_iter().enumerate() {
+    let mut used = 0;
+    for (i, (key, what)) in hints.iter().enumerate() {
+        let piece = format!("{key} {what}").chars().count() + if i > 0 { 3 } else { 0 };
+        let room_for_more = if i + 1 < hints.len() {
+            more.chars().count() + 3
+        } else {
+            0
+        };
+        if used + piece + room_for_more > width {
+            if i > 0 {
+                spans.push(Span::styled(" · ", app.theme.muted));
+            }
+            spans.push(Span::styled(more, app.theme.key));
+            break;
+        }
         if i > 0 {
             spans.push(Span::styled(" · ", app.theme.muted));
         }
-        spans.push(Span::styled(key, app.theme.key));
+        spans.push(Span::styled(key.clone(), app.theme.key));
         spans.push(Span::styled(format!(" {what}"), app.theme.text));
+        used += piece;
     }
-    let mut paragraph = Paragraph::new(Line::from(spans));
+    Line::from(spans)
+}
+
+/// What the panel says: a question, a note, or the keys that work now.
+fn panel_line(app: &App, width: usize) -> Line<'static> {
+    if let Some(p) = &app.pending {
+        let key = |a: Action| app.keymap.label(a);
+        if let Some(confirm) = p.confirm {
+            let text = match confirm {
+                super::app::Confirm::Always => format!(
+                    "Run this block and every later block of this session without asking? {} or y: yes · any other key: no",
+                    key(Action::Always)
+                ),
+                super::app::Confirm::Discard => {
+                    "Throw your edit away? y: yes · any other key: keep editing".to_string()
+                }
+            };
+            return Line::styled(text, app.theme.warning.add_modifier(Modifier::BOLD));
+        }
+        if let Some(note) = &p.note {
+            return Line::styled(note.clone(), app.theme.warning.add_modifier(Modifier::BOLD));
+        }
+        if p.editor.is_none() && !p.reason && app.focus != Focus::Code {
+            let what = if app.tab != Focus::Code && !app.wide {
+                format!("block {} of {} awaits your decision", p.index, p.of)
+            } else {
+                "the block awaits your decision".to_string()
+            };
+            return Line::from(vec![
+                Span::styled(
+                    format!("{what}: "),
+                    app.theme.warning.add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(key(Action::ToggleDecision), app.theme.key),
+                Span::styled(" goes to it (or click the code)", app.theme.text),
+            ]);
+        }
+    }
+    hint_line(app, &hints(app), width)
+}
+
+fn draw_panel(frame: &mut Frame, app: &App, area: Rect, bordered: bool) {
+    let decision = app.ctx().decision;
+    let width = if bordered {
+        area.width.saturating_sub(2)
+    } else {
+        area.width
+    } as usize;
+    let mut paragraph = Paragraph::new(panel_line(app, width));
     if bordered {
         let title = if app.pending.is_some() {
             " Approve "
         } else {
             " Keys "
         };
-        paragraph = paragraph.block(pane_block(app, title, app.pending.is_some()));
+        paragraph = paragraph.block(pane_block(app, title, decision));
     }
     frame.render_widget(paragraph, area);
 }
 
 fn draw_input(frame: &mut Frame, app: &App, area: Rect) {
     let reason = app.pending.as_ref().is_some_and(|p| p.reason);
+    let focused = app.focus == Focus::Input;
     let title = if reason {
         " Reason for skipping "
-    } else {
+    } else if focused {
         " Input "
+    } else {
+        " Input · inactive "
     };
-    let block = pane_block(app, title, app.focus == Focus::Input);
+    let block = pane_block(app, title, focused);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    frame.render_widget(&app.input, inner);
+    if focused || !app.input.is_empty() {
+        let mut input = app.input.clone();
+        if !focused {
+            input.set_style(app.theme.muted);
+            input.set_cursor_style(app.theme.muted);
+        }
+        frame.render_widget(&input, inner);
+    } else {
+        let hint = if app.pending.is_some() {
+            format!(
+                "{} writes a message (the block waits)",
+                app.keymap.label(Action::ToggleDecision)
+            )
+        } else {
+            "Tab or a click writes a message".to_string()
+        };
+        frame.render_widget(Paragraph::new(Line::styled(hint, app.theme.muted)), inner);
+    }
 }
 
 fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
@@ -440,19 +635,109 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         format!("{tokens} tok")
     };
-    let text = format!(
-        " {model} · {} · {} · {tokens} · {state} · F1 help ",
-        if app.approval.is_empty() {
-            "ask"
-        } else {
-            &app.approval
+    let approval = if app.approval.is_empty() {
+        "ask"
+    } else {
+        &app.approval
+    };
+    let help = format!("{} help", app.keymap.label(Action::Help));
+    let flash = app.flash.as_ref().map(|(m, _)| m.as_str());
+    let text = status_text(
+        area.width as usize,
+        &StatusParts {
+            model,
+            approval,
+            cwd: &app.cwd,
+            tokens: &tokens,
+            state: &state,
+            help: &help,
+            flash,
         },
-        shorten_path(&app.cwd, 30),
     );
+    let style = if flash.is_some() {
+        app.theme.status.add_modifier(Modifier::BOLD)
+    } else {
+        app.theme.status
+    };
     frame.render_widget(
-        Paragraph::new(Line::styled(text, app.theme.status)).style(app.theme.status),
+        Paragraph::new(Line::styled(text, style)).style(app.theme.status),
         area,
     );
+}
+
+pub struct StatusParts<'a> {
+    pub model: &'a str,
+    pub approval: &'a str,
+    pub cwd: &'a str,
+    pub tokens: &'a str,
+    pub state: &'a str,
+    pub help: &'a str,
+    pub flash: Option<&'a str>,
+}
+
+/// The status bar's text for `width` columns: what matters most stays whole (the state, a
+/// message, the help key, the approval mode); the directory, the tokens and the model give
+/// way, shortened with … before they are dropped.
+pub fn status_text(width: usize, p: &StatusParts<'_>) -> String {
+    let state = p.flash.unwrap_or(p.state);
+    let fits = |parts: &[String]| format!(" {} ", parts.join(" · ")).chars().count() <= width;
+    let build = |model: Option<String>, cwd: Option<String>, tokens: bool| {
+        let mut parts = Vec::new();
+        if let Some(m) = model {
+            parts.push(m);
+        }
+        parts.push(p.approval.to_string());
+        if let Some(c) = cwd {
+            parts.push(c);
+        }
+        if tokens {
+            parts.push(p.tokens.to_string());
+        }
+        parts.push(state.to_string());
+        parts.push(p.help.to_string());
+        parts
+    };
+    let tries = [
+        build(
+            Some(p.model.to_string()),
+            Some(shorten_path(p.cwd, 30)),
+            true,
+        ),
+        build(
+            Some(p.model.to_string()),
+            Some(shorten_path(p.cwd, 16)),
+            true,
+        ),
+        build(
+            Some(p.model.to_string()),
+            Some(shorten_path(p.cwd, 16)),
+            false,
+        ),
+        build(
+            Some(shorten(p.model, 20)),
+            Some(shorten_path(p.cwd, 12)),
+            false,
+        ),
+        build(Some(shorten(p.model, 14)), None, false),
+        build(None, None, false),
+    ];
+    for parts in &tries {
+        if fits(parts) {
+            return format!(" {} ", parts.join(" · "));
+        }
+    }
+    shorten(&format!(" {state} · {} ", p.help), width)
+}
+
+/// `text` in at most `max` columns, with … when cut.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
 }
 
 fn shorten_path(path: &str, max: usize) -> String {
@@ -478,71 +763,65 @@ fn shorten_path(path: &str, max: usize) -> String {
     }
 }
 
-fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
-    let r = centered(area, 84, 23);
-    frame.render_widget(Clear, r);
+/// The slash commands, for the help overlay.
+const COMMANDS: [(&str, &str); 6] = [
+    (
+        "!cmd",
+        "run cmd in the shell kernel; the model sees it next time",
+    ),
+    ("/reset /undo", "new conversation; drop the last exchange"),
+    ("/model NAME", "talk to another model (provider/name)"),
+    (
+        "/tokens /export",
+        "token use; write the conversation as Markdown",
+    ),
+    ("/sessions", "browse, search and resume saved sessions"),
+    ("/quit", "quit"),
+];
+
+/// The help overlay's lines: every binding of the keymap, by section, then the commands.
+pub fn help_lines(app: &App) -> Vec<Line<'static>> {
     let key = |k: &str, what: &str| {
         Line::from(vec![
-            Span::styled(format!("{k:<18}"), app.theme.key),
+            Span::styled(format!("{k:<19} "), app.theme.key),
             Span::styled(what.to_string(), app.theme.text),
         ])
     };
-    let k = |a: Action| app.keymap.label(a);
-    let lines = vec![
-        Line::styled("When a block awaits your decision", app.theme.accent),
-        key(&format!("{} / Enter", k(Action::Run)), "run it"),
-        key(
-            &k(Action::Edit),
-            "edit it (Ctrl-S accepts and shows the diff, Esc abandons)",
-        ),
-        key(&k(Action::Skip), "skip it, and tell the model"),
-        key(&k(Action::SkipReason), "skip it with a reason you type"),
-        key(
-            &k(Action::Always),
-            "run it and auto-run the rest of this session",
-        ),
-        Line::styled("Always", app.theme.accent),
-        key(
-            "Ctrl-C",
-            "interrupt the block or the reply; twice when idle, quit",
-        ),
-        key(&k(Action::Quit), "quit (asks first if a block runs)"),
-        key("Tab / Shift-Tab", "move focus: input, chat, code, terminal"),
-        key(
-            &k(Action::LeaveTerminal),
-            "leave the terminal pane (keys go to the program there)",
-        ),
-        key(
-            &k(Action::Copy),
-            "copy the focused block, output or message (OSC 52)",
-        ),
-        key(
-            "PgUp / PgDn",
-            "scroll the chat; the wheel scrolls the pane under it",
-        ),
-        key(
-            "Alt/Shift-Enter",
-            "newline in the input; Up/Down walk the history",
-        ),
-        Line::styled("In the input", app.theme.accent),
-        key(
-            "!cmd",
-            "run cmd in the shell kernel; the model sees it next time",
-        ),
-        key("/reset /undo", "new conversation; drop the last exchange"),
-        key("/model NAME", "talk to another model (provider/name)"),
-        key(
-            "/tokens /export",
-            "token use; write the conversation as Markdown",
-        ),
-        key(
-            "Ctrl-O /sessions",
-            "browse, search and resume saved sessions",
-        ),
-        key("/quit", "quit"),
-    ];
+    let mut lines = Vec::new();
+    let mut section = "";
+    for (s, keys, what) in app.keymap.help() {
+        if s != section {
+            section = s;
+            lines.push(Line::styled(s.to_string(), app.theme.accent));
+        }
+        lines.push(key(&keys, what));
+    }
+    lines.push(Line::styled("Commands in the input", app.theme.accent));
+    for (k, what) in COMMANDS {
+        lines.push(key(k, what));
+    }
+    lines
+}
+
+fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
+    let lines = help_lines(app);
+    let r = centered(area, 96, lines.len() as u16 + 2);
+    frame.render_widget(Clear, r);
+    let inner_rows = r.height.saturating_sub(2) as usize;
+    let max = lines.len().saturating_sub(inner_rows);
+    let top = app.help_scroll.min(max);
+    let title = if max > 0 {
+        format!(
+            " Keys · lines {}–{} of {} · ↑↓ PgUp PgDn scroll · Esc closes ",
+            top + 1,
+            top + inner_rows,
+            lines.len()
+        )
+    } else {
+        " Keys · Esc closes ".to_string()
+    };
     frame.render_widget(
-        Paragraph::new(lines).block(pane_block(app, " Keys · Esc closes ", true)),
+        Paragraph::new(lines[top..].to_vec()).block(pane_block(app, title, true)),
         r,
     );
 }

@@ -59,6 +59,23 @@ fn propose(app: &mut App) {
         of: 1,
     }));
     app.update(Msg::Engine(Event::ApprovalNeeded { block_id: 1 }));
+    // The person sees it (the code pane records what was on screen).
+    screen(app, 160, 48);
+}
+
+/// The model proposes `code` as block `id`, and it waits.
+fn propose_code(app: &mut App, id: u64, code: &str) {
+    app.update(Msg::Engine(Event::BlockProposed {
+        block: ProposedBlock {
+            id,
+            language_tag: "python".into(),
+            language: Some(Language::Python),
+            code: code.into(),
+        },
+        index: 1,
+        of: 1,
+    }));
+    app.update(Msg::Engine(Event::ApprovalNeeded { block_id: id }));
 }
 
 fn decision(effects: &[Effect]) -> Decision {
@@ -115,6 +132,8 @@ fn e_edits_ctrl_s_accepts_then_y_runs_the_edit() {
     app.update(key(KeyCode::End));
     type_text(&mut app, " # yes");
     app.update(ctrl('s'));
+    // The diff must be seen before it runs.
+    screen(&mut app, 160, 48);
     let pending = app.pending.as_ref().unwrap();
     assert!(pending.editor.is_none());
     assert_eq!(
@@ -134,6 +153,8 @@ fn esc_abandons_an_edit() {
     app.update(key(KeyCode::Char('e')));
     type_text(&mut app, "garbage");
     app.update(key(KeyCode::Esc));
+    // It asks first; y throws the edit away.
+    app.update(key(KeyCode::Char('y')));
     let pending = app.pending.as_ref().unwrap();
     assert!(pending.editor.is_none() && pending.edited.is_none());
     assert_eq!(
@@ -146,8 +167,9 @@ fn esc_abandons_an_edit() {
 fn a_runs_and_turns_auto_run_on_keeping_an_edit() {
     let mut app = fresh();
     propose(&mut app);
+    assert!(app.update(key(KeyCode::Char('a'))).is_empty());
     assert_eq!(
-        decision(&app.update(key(KeyCode::Char('a')))),
+        decision(&app.update(key(KeyCode::Char('y')))),
         Decision::RunAlways { code: None }
     );
     let mut app = fresh();
@@ -155,22 +177,301 @@ fn a_runs_and_turns_auto_run_on_keeping_an_edit() {
     app.update(key(KeyCode::Char('e')));
     type_text(&mut app, "x = 1\n");
     app.update(ctrl('s'));
+    screen(&mut app, 160, 48);
+    app.update(key(KeyCode::Char('a')));
     match decision(&app.update(key(KeyCode::Char('a')))) {
         Decision::RunAlways { code: Some(code) } => assert!(code.starts_with("x = 1")),
         other => panic!("{other:?}"),
     }
 }
 
+/// The strings a person was seen typing while a block waited.
+const TYPED: [&str; 4] = [
+    "now explain first",
+    "also check the date",
+    "!ls -la",
+    "yes run it all now",
+];
+
+/// Every way the workbench can be while a block waits.
+fn waiting_states() -> Vec<(&'static str, App)> {
+    let mut states = Vec::new();
+    for (name, focus) in [
+        ("input", Focus::Input),
+        ("chat", Focus::Chat),
+        ("terminal", Focus::Terminal),
+    ] {
+        let mut app = fresh();
+        propose(&mut app);
+        app.focus = focus;
+        states.push((name, app));
+    }
+    // Typing had begun when the block arrived: focus stays in the input.
+    let mut app = fresh();
+    type_text(&mut app, "wait");
+    propose(&mut app);
+    assert_eq!(
+        app.focus,
+        Focus::Input,
+        "focus stays with the person typing"
+    );
+    states.push(("typing", app));
+    // The narrow layout, output of an earlier block on screen.
+    let mut app = fresh();
+    app.wide = false;
+    running(&mut app);
+    app.update(Msg::Engine(Event::ExecFinished {
+        block_id: 1,
+        result: result(RunStatus::Success),
+    }));
+    propose_code(&mut app, 2, "print(2)");
+    states.push(("narrow-reading-output", app));
+    states
+}
+
 #[test]
-fn typing_a_message_while_a_block_waits_does_not_decide_it() {
+fn typing_anywhere_but_the_decision_never_decides_or_switches_a_mode() {
+    for text in TYPED {
+        for (name, mut app) in waiting_states() {
+            let approval = app.approval.clone();
+            for c in text.chars() {
+                let effects = app.update(key(KeyCode::Char(c)));
+                assert!(
+                    effects
+                        .iter()
+                        .all(|e| !matches!(e, Effect::Op(Op::Decision { .. }))),
+                    "{c:?} of {text:?} decided in state {name}: {effects:?}"
+                );
+            }
+            assert!(app.pending.is_some(), "{text:?} in {name}");
+            let p = app.pending.as_ref().unwrap();
+            assert!(
+                p.editor.is_none() && !p.reason && p.confirm.is_none(),
+                "{text:?} in {name}"
+            );
+            assert_eq!(app.approval, approval, "{text:?} in {name}");
+            // What was typed is in the input, whole (the terminal pane is idle: it takes
+            // no text).
+            if name != "terminal" {
+                assert!(
+                    app.input.lines().join("\n").ends_with(text),
+                    "{text:?} in {name}: {:?}",
+                    app.input.lines()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_block_takes_focus_only_when_the_input_is_empty_and_esc_moves_between() {
     let mut app = fresh();
     propose(&mut app);
-    app.update(key(KeyCode::Char('/')));
-    assert!(
-        app.update(key(KeyCode::Char('y'))).is_empty(),
-        "y is text once typing began"
+    assert_eq!(app.focus, Focus::Code);
+    assert_eq!(app.update(key(KeyCode::Esc)), vec![]);
+    assert_eq!(app.focus, Focus::Input);
+    type_text(&mut app, "yes");
+    assert_eq!(app.input.lines(), ["yes"]);
+    app.update(key(KeyCode::Esc));
+    assert_eq!(app.focus, Focus::Code);
+    assert_eq!(
+        decision(&app.update(key(KeyCode::Char('y')))),
+        Decision::Run
     );
+    // The message typed meanwhile is still there.
+    assert_eq!(app.input.lines(), ["yes"]);
+}
+
+#[test]
+fn a_rebound_run_key_keeps_the_rules() {
+    let mut keys = std::collections::BTreeMap::new();
+    keys.insert("run".to_string(), "x".to_string());
+    let mut app = fresh();
+    app.keymap = oi_tui::tui::keymap::Keymap::from_config(&keys).unwrap();
+    propose(&mut app);
+    app.focus = Focus::Input;
+    type_text(&mut app, "xylophone");
     assert!(app.pending.is_some());
+    app.update(key(KeyCode::Esc));
+    assert_eq!(
+        decision(&app.update(key(KeyCode::Char('x')))),
+        Decision::Run
+    );
+}
+
+#[test]
+fn a_asks_once_more_before_auto_run() {
+    let mut app = fresh();
+    propose(&mut app);
+    assert!(app.update(key(KeyCode::Char('a'))).is_empty());
+    assert!(app.pending.as_ref().unwrap().confirm.is_some());
+    // Any other key cancels.
+    assert!(app.update(key(KeyCode::Char('n'))).is_empty());
+    assert!(app.pending.is_some());
+    assert_ne!(app.approval, "auto-run");
+    app.update(key(KeyCode::Char('a')));
+    assert_eq!(
+        decision(&app.update(key(KeyCode::Char('a')))),
+        Decision::RunAlways { code: None }
+    );
+    assert_eq!(app.approval, "auto-run");
+}
+
+#[test]
+fn y_first_shows_the_lines_never_on_screen() {
+    let mut app = fresh();
+    let code: String = (1..=61).map(|i| format!("print({i})\n")).collect();
+    propose_code(&mut app, 1, code.trim_end());
+    let first = screen(&mut app, 200, 60);
+    assert!(
+        first.contains("print(27)") && !first.contains("print(61)"),
+        "{first}"
+    );
+    assert!(first.contains("lines 1–27 of 61 ↓"), "{first}");
+    // y shows the unseen lines and says how many; it does not run yet.
+    assert!(app.update(key(KeyCode::Char('y'))).is_empty());
+    let second = screen(&mut app, 200, 60);
+    assert!(
+        second.contains("34 of 61 lines were never on screen"),
+        "{second}"
+    );
+    assert!(second.contains("print(54)"), "{second}");
+    assert_eq!(
+        decision(&app.update(key(KeyCode::Char('y')))),
+        Decision::Run
+    );
+    // Scrolling to the end is allowed any time, with the keys.
+    let mut app = fresh();
+    propose_code(&mut app, 1, code.trim_end());
+    screen(&mut app, 200, 60);
+    for k in [KeyCode::PageDown, KeyCode::PageDown] {
+        app.update(key(k));
+        screen(&mut app, 200, 60);
+    }
+    let end = screen(&mut app, 200, 60);
+    assert!(end.contains("print(61)"), "{end}");
+    assert_eq!(
+        decision(&app.update(key(KeyCode::Char('y')))),
+        Decision::Run
+    );
+}
+
+#[test]
+fn esc_in_a_changed_editor_asks_before_throwing_the_edit_away() {
+    let mut app = fresh();
+    propose(&mut app);
+    app.update(key(KeyCode::Char('e')));
+    type_text(&mut app, "x");
+    app.update(key(KeyCode::Esc));
+    let p = app.pending.as_ref().unwrap();
+    assert!(p.editor.is_some(), "still editing");
+    app.update(key(KeyCode::Char('k'))); // not yes: keep editing
+    assert!(app.pending.as_ref().unwrap().editor.is_some());
+    app.update(key(KeyCode::Esc));
+    app.update(key(KeyCode::Char('y')));
+    assert!(app.pending.as_ref().unwrap().editor.is_none());
+}
+
+#[test]
+fn a_cr_paste_becomes_newlines_and_ctrl_j_inserts_one() {
+    let mut app = fresh();
+    app.update(Msg::Paste("one\rtwo\r\nthree".into()));
+    assert_eq!(app.input.lines(), ["one", "two", "three"]);
+    app.update(ctrl('j'));
+    type_text(&mut app, "four");
+    assert_eq!(app.input.lines(), ["one", "two", "three", "four"]);
+}
+
+#[test]
+fn at_80x24_tab_switches_the_visible_tab_while_a_block_waits() {
+    let mut app = fresh();
+    propose(&mut app);
+    app.wide = false;
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("awaiting your decision"), "{s}");
+    app.update(key(KeyCode::BackTab));
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("Let me count."), "the chat shows: {s}");
+    assert!(s.contains("Code ● awaits you"), "{s}");
+    // A click on the label goes back.
+    let (_, r) = app
+        .tab_areas
+        .iter()
+        .find(|(f, _)| *f == Focus::Code)
+        .copied()
+        .unwrap();
+    app.update(Msg::Mouse(crossterm::event::MouseEvent {
+        kind: crossterm::event::MouseEventKind::Down(crossterm::event::MouseButton::Left),
+        column: r.x + 1,
+        row: r.y,
+        modifiers: KeyModifiers::NONE,
+    }));
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("1 import time"), "{s}");
+}
+
+#[test]
+fn copy_goes_to_the_status_bar_not_the_conversation() {
+    let mut app = fresh();
+    app.update(Msg::Engine(Event::AssistantMessage {
+        text: "first".into(),
+    }));
+    app.update(Msg::Engine(Event::AssistantMessage {
+        text: "second".into(),
+    }));
+    let entries = app.chat.entries.len();
+    app.focus = Focus::Chat;
+    app.update(key(KeyCode::Up));
+    app.update(key(KeyCode::Up));
+    assert_eq!(app.update(ctrl('y')), vec![Effect::Copy("first".into())]);
+    assert_eq!(app.chat.entries.len(), entries);
+    assert!(screen(&mut app, 80, 24).contains("copied the entry"));
+}
+
+#[test]
+fn retries_of_one_request_are_one_line() {
+    let mut app = fresh();
+    app.update(Msg::Engine(Event::RequestStarted { round: 1 }));
+    for attempt in 1..=4 {
+        app.update(Msg::Engine(Event::Retry {
+            attempt,
+            max: 4,
+            delay_ms: 500,
+            reason: "connection refused".into(),
+        }));
+    }
+    let s = screen(&mut app, 80, 24);
+    assert_eq!(s.matches("the request failed").count(), 1, "{s}");
+    assert!(s.contains("retry 4 of 4"), "{s}");
+}
+
+#[test]
+fn the_status_bar_fits_80_columns_whole() {
+    let mut app = fresh();
+    propose(&mut app);
+    let s = screen(&mut app, 80, 24);
+    let status = s.lines().rev().find(|l| !l.trim().is_empty()).unwrap();
+    assert!(status.contains("F1 help"), "{status}");
+    assert!(status.contains("awaiting your decision"), "{status}");
+    let hints = screen(&mut app, 80, 24);
+    assert!(!hints.contains("a run + auto-r"), "{hints}");
+}
+
+fn result(status: RunStatus) -> RunResult {
+    RunResult {
+        block_id: 1,
+        language: Language::Python,
+        status,
+        exit_code: Some(0),
+        signal: None,
+        duration: std::time::Duration::from_millis(120),
+        output: "0\n1\ngreen".into(),
+        cut: None,
+        output_bytes: 12,
+        state_lost: false,
+        notes: Vec::new(),
+        file: None,
+    }
 }
 
 #[test]
@@ -273,9 +574,10 @@ fn running(app: &mut App) {
 }
 
 /// The screen as text, with the running clock made steady.
-fn screen(app: &App, width: u16, height: u16) -> String {
+fn screen(app: &mut App, width: u16, height: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     let areas = view::layout(Rect::new(0, 0, width, height), app);
+    app.tab_areas = areas.tab_labels.clone();
     terminal.draw(|f| view::draw(f, app, &areas)).unwrap();
     let text = terminal.backend().to_string();
     steady(&text)
@@ -300,7 +602,7 @@ fn steady(text: &str) -> String {
     out
 }
 
-fn snapshots(name: &str, app: &App) {
+fn snapshots(name: &str, app: &mut App) {
     for (w, h) in [(80, 24), (160, 48)] {
         insta::assert_snapshot!(format!("{name}_{w}x{h}"), screen(app, w, h));
     }
@@ -312,7 +614,7 @@ fn snapshot_idle() {
     app.update(Msg::Engine(Event::AssistantMessage {
         text: "# Hello\n\nI can **run code** for you:\n\n- python\n- shell".into(),
     }));
-    snapshots("idle", &app);
+    snapshots("idle", &mut app);
 }
 
 #[test]
@@ -329,14 +631,14 @@ fn snapshot_streaming() {
         language_tag: Some("python".into()),
         code: "for i in range(3):\n    pri".into(),
     }));
-    snapshots("streaming", &app);
+    snapshots("streaming", &mut app);
 }
 
 #[test]
 fn snapshot_awaiting_approval() {
     let mut app = fresh();
     propose(&mut app);
-    snapshots("awaiting", &app);
+    snapshots("awaiting", &mut app);
 }
 
 #[test]
@@ -347,16 +649,16 @@ fn snapshot_editing_and_diff() {
     app.update(key(KeyCode::Down));
     app.update(key(KeyCode::End));
     type_text(&mut app, "  # three");
-    snapshots("editing", &app);
+    snapshots("editing", &mut app);
     app.update(ctrl('s'));
-    snapshots("diff", &app);
+    snapshots("diff", &mut app);
 }
 
 #[test]
 fn snapshot_running_with_output() {
     let mut app = fresh();
     running(&mut app);
-    snapshots("running", &app);
+    snapshots("running", &mut app);
 }
 
 #[test]
@@ -389,7 +691,7 @@ fn snapshot_error() {
     app.update(Msg::Engine(Event::TurnFinished {
         end: TurnEnd::Error,
     }));
-    snapshots("error", &app);
+    snapshots("error", &mut app);
 }
 
 #[test]
@@ -397,7 +699,7 @@ fn snapshot_help() {
     let mut app = fresh();
     app.update(key(KeyCode::F(1)));
     assert!(app.help);
-    snapshots("help", &app);
+    snapshots("help", &mut app);
     app.update(key(KeyCode::Esc));
     assert!(!app.help);
 }
@@ -406,13 +708,13 @@ fn snapshot_help() {
 fn snapshot_setup_panel() {
     let mut app = App::new(Theme::load("dark", Depth::None).unwrap());
     app.setup = Some("# No model yet\n\nNo model is configured, and no local model server answered:\n\n- Ollama at http://127.0.0.1:11434: no answer\n\nTo try the workbench now, restart with `oi-tui --demo`.".into());
-    snapshots("setup", &app);
+    snapshots("setup", &mut app);
 }
 
 #[test]
 fn a_terminal_too_small_gets_a_message() {
-    let app = fresh();
-    let text = screen(&app, 30, 8);
+    let mut app = fresh();
+    let text = screen(&mut app, 30, 8);
     assert!(text.contains("needs a terminal"), "{text}");
 }
 
@@ -422,7 +724,7 @@ fn wide_characters_and_controls_render_safely() {
     app.update(Msg::Engine(Event::AssistantMessage {
         text: "日本語のテキスト 🎉 and a bell\x07 and an escape \x1b[2J".into(),
     }));
-    let text = screen(&app, 80, 24);
+    let text = screen(&mut app, 80, 24);
     assert!(text.contains("日本語"));
     assert!(!text.contains('\x1b') && !text.contains('\x07'));
 }

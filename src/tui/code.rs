@@ -1,0 +1,336 @@
+//! The code pane: a block (or the diff after an edit) with line numbers, long lines wrapped
+//! with a continuation mark, scrolled with the keys and the wheel, and `lines 1–27 of 61 ↓`
+//! when not everything fits. It remembers which lines of the current content were ever on
+//! screen, so that running a block whose end nobody saw first brings that end into view.
+//!
+//! The reducer moves the scroll; drawing records the geometry (rows, viewport, which lines
+//! were drawn) through cells, because only the drawing knows the pane's size.
+
+use std::cell::RefCell;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use unicode_width::UnicodeWidthChar;
+
+use super::theme::Theme;
+
+/// What the pane drew last, and what has been seen of the content.
+#[derive(Default)]
+struct State {
+    /// The content drawn (a hash of its text and kind); a new one starts at the top.
+    key: u64,
+    /// The first visual row shown.
+    scroll: usize,
+    /// Rows of the viewport.
+    height: usize,
+    width: u16,
+    /// Visual rows of the whole content at `width`.
+    rows: Vec<Line<'static>>,
+    /// The first visual row of each content line.
+    line_rows: Vec<usize>,
+    /// Which content lines were ever on screen.
+    seen: Vec<bool>,
+    /// `y` already brought the unseen lines into view once.
+    warned: bool,
+    /// The content changed but was not drawn yet.
+    stale: bool,
+    styled: bool,
+}
+
+#[derive(Default)]
+pub struct CodeView {
+    state: RefCell<State>,
+}
+
+/// What the pane shows: one of these per frame.
+pub struct Content<'a> {
+    /// Identifies the content (so that new content starts at the top, unseen).
+    pub key: u64,
+    /// The lines, styled, unwrapped.
+    pub lines: Vec<Line<'static>>,
+    /// Number the lines (code) or not (a diff carries its own signs).
+    pub numbered: bool,
+    /// Changes when the same content is styled anew (highlighting became ready).
+    pub styled: bool,
+    pub theme: &'a Theme,
+}
+
+impl CodeView {
+    /// Forgets the content: the next one starts at the top, unseen.
+    pub fn reset(&self) {
+        let mut s = self.state.borrow_mut();
+        *s = State {
+            stale: true,
+            ..State::default()
+        };
+    }
+
+    /// Scrolls by `delta` rows (negative: up), within the content.
+    pub fn scroll_by(&self, delta: isize) {
+        let mut s = self.state.borrow_mut();
+        let max = s.rows.len().saturating_sub(s.height);
+        s.scroll = (s.scroll as isize + delta).clamp(0, max as isize) as usize;
+    }
+
+    pub fn page(&self, down: bool) {
+        let height = self.state.borrow().height.max(2) as isize - 1;
+        self.scroll_by(if down { height } else { -height });
+    }
+
+    pub fn top(&self) {
+        self.state.borrow_mut().scroll = 0;
+    }
+
+    pub fn bottom(&self) {
+        let mut s = self.state.borrow_mut();
+        s.scroll = s.rows.len().saturating_sub(s.height);
+    }
+
+    /// Content lines that were never on screen (all of them, if it was never drawn).
+    pub fn unseen(&self, key: u64, total_lines: usize) -> usize {
+        let s = self.state.borrow();
+        if s.key != key || s.stale {
+            return total_lines;
+        }
+        s.seen.iter().filter(|seen| !**seen).count()
+    }
+
+    /// Before running: when some lines were never on screen and the person was not told yet,
+    /// scroll to the first of them and return what to tell the person; None: go ahead.
+    pub fn guard(&self, key: u64, total_lines: usize) -> Option<String> {
+        let unseen = self.unseen(key, total_lines);
+        let mut s = self.state.borrow_mut();
+        if unseen == 0 || (s.warned && s.key == key) {
+            return None;
+        }
+        if s.key != key || s.stale {
+            // Never drawn: it will be, from the top.
+            s.key = key;
+            s.stale = true;
+            s.scroll = 0;
+            s.warned = true;
+            return Some(format!(
+                "the block was not on screen yet ({total_lines} lines); it is now: press the key again to run it"
+            ));
+        }
+        s.warned = true;
+        let first = s.seen.iter().position(|seen| !*seen).unwrap_or(0);
+        let row = s.line_rows.get(first).copied().unwrap_or(0);
+        let max = s.rows.len().saturating_sub(s.height);
+        s.scroll = row.min(max);
+        let last_row = (s.scroll + s.height).min(s.rows.len());
+        let last_line = s
+            .line_rows
+            .iter()
+            .rposition(|r| *r < last_row)
+            .unwrap_or(first);
+        Some(format!(
+            "{unseen} of {total_lines} lines were never on screen; now showing lines {}–{}: look, then press the key again to run it",
+            first + 1,
+            last_line + 1
+        ))
+    }
+
+    /// Draws `content` in `inner` (the pane's inside); returns the position text for the
+    /// pane's border (`lines 1–27 of 61 ↓`), empty when everything fits.
+    pub fn draw(&self, frame: &mut Frame, inner: Rect, content: Content<'_>) -> String {
+        let mut s = self.state.borrow_mut();
+        let total = content.lines.len();
+        if s.key != content.key {
+            *s = State {
+                key: content.key,
+                ..State::default()
+            };
+        }
+        if s.stale
+            || s.width != inner.width
+            || s.styled != content.styled
+            || s.rows.is_empty() && total > 0
+        {
+            s.styled = content.styled;
+            let (rows, line_rows) = wrap_rows(&content, inner.width);
+            s.rows = rows;
+            s.line_rows = line_rows;
+            s.width = inner.width;
+        }
+        s.stale = false;
+        s.height = inner.height as usize;
+        if s.seen.len() != total {
+            s.seen = vec![false; total];
+        }
+        let max = s.rows.len().saturating_sub(s.height);
+        s.scroll = s.scroll.min(max);
+        let end = (s.scroll + s.height).min(s.rows.len());
+        let shown: Vec<Line<'static>> = s.rows[s.scroll..end].to_vec();
+        // A line counts as seen when its first row was drawn.
+        let (from, to) = (s.scroll, end);
+        for i in 0..total {
+            let row = s.line_rows[i];
+            if row >= from && row < to {
+                s.seen[i] = true;
+            }
+        }
+        frame.render_widget(Paragraph::new(shown), inner);
+        if s.rows.len() <= s.height {
+            return String::new();
+        }
+        let first = s.line_rows.iter().rposition(|r| *r <= from).unwrap_or(0) + 1;
+        let last = s.line_rows.iter().rposition(|r| *r < to).unwrap_or(0) + 1;
+        let arrows = match (from > 0, to < s.rows.len()) {
+            (true, true) => " ↑↓",
+            (true, false) => " ↑",
+            (false, true) => " ↓",
+            (false, false) => "",
+        };
+        format!("lines {first}–{last} of {total}{arrows}")
+    }
+}
+
+/// The content's visual rows at `width`: a gutter (number or continuation mark), then the
+/// line's spans cut to fit. Returns the rows and each line's first row.
+fn wrap_rows(content: &Content<'_>, width: u16) -> (Vec<Line<'static>>, Vec<usize>) {
+    let muted = content.theme.muted;
+    let digits = if content.numbered {
+        content.lines.len().to_string().len().max(2)
+    } else {
+        0
+    };
+    let gutter = if content.numbered { digits + 1 } else { 0 };
+    let room = (width as usize).saturating_sub(gutter).max(4);
+    let mut rows = Vec::new();
+    let mut line_rows = Vec::with_capacity(content.lines.len());
+    for (i, line) in content.lines.iter().enumerate() {
+        line_rows.push(rows.len());
+        let pieces = cut(line, room);
+        for (j, piece) in pieces.into_iter().enumerate() {
+            let mut spans = Vec::with_capacity(piece.len() + 1);
+            if content.numbered {
+                let mark = if j == 0 {
+                    format!("{:>digits$} ", i + 1)
+                } else {
+                    format!("{:>digits$} ", "↪")
+                };
+                spans.push(Span::styled(mark, muted));
+            } else if j > 0 {
+                spans.push(Span::styled("↪ ", muted));
+            }
+            spans.extend(piece);
+            rows.push(Line::from(spans));
+        }
+    }
+    (rows, line_rows)
+}
+
+/// Cuts a line's spans into pieces of at most `room` columns (a continuation row is two
+/// columns narrower when unnumbered, for its mark).
+fn cut(line: &Line<'static>, room: usize) -> Vec<Vec<Span<'static>>> {
+    let mut pieces = vec![Vec::new()];
+    let mut used = 0;
+    for span in &line.spans {
+        let style: Style = line.style.patch(span.style);
+        let mut text = String::new();
+        for c in span.content.chars() {
+            let w = c.width().unwrap_or(0);
+            if used + w > room && used > 0 {
+                if !text.is_empty()
+                    && let Some(last) = pieces.last_mut()
+                {
+                    last.push(Span::styled(std::mem::take(&mut text), style));
+                }
+                pieces.push(Vec::new());
+                used = 0;
+            }
+            text.push(c);
+            used += w;
+        }
+        if !text.is_empty()
+            && let Some(last) = pieces.last_mut()
+        {
+            last.push(Span::styled(text, style));
+        }
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::theme::{Depth, Theme};
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    fn content(theme: &Theme, n: usize, key: u64) -> Content<'_> {
+        Content {
+            key,
+            lines: (1..=n).map(|i| Line::from(format!("line {i}"))).collect(),
+            numbered: true,
+            styled: false,
+            theme,
+        }
+    }
+
+    fn draw(view: &CodeView, c: Content<'_>, w: u16, h: u16) -> (String, String) {
+        let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+        let mut position = String::new();
+        terminal
+            .draw(|f| position = view.draw(f, Rect::new(0, 0, w, h), c))
+            .unwrap();
+        (terminal.backend().to_string(), position)
+    }
+
+    #[test]
+    fn scrolls_to_the_end_and_tells_where_it_is() {
+        let theme = Theme::load("dark", Depth::None).unwrap();
+        let view = CodeView::default();
+        let (screen, position) = draw(&view, content(&theme, 61, 1), 40, 27);
+        assert!(screen.contains("27 line 27") && !screen.contains("line 28"));
+        assert_eq!(position, "lines 1–27 of 61 ↓");
+        assert_eq!(view.unseen(1, 61), 34);
+        view.bottom();
+        let (screen, position) = draw(&view, content(&theme, 61, 1), 40, 27);
+        assert!(screen.contains("61 line 61"), "{screen}");
+        assert_eq!(position, "lines 35–61 of 61 ↑");
+        assert_eq!(view.unseen(1, 61), 7);
+    }
+
+    #[test]
+    fn the_guard_shows_unseen_lines_once() {
+        let theme = Theme::load("dark", Depth::None).unwrap();
+        let view = CodeView::default();
+        draw(&view, content(&theme, 61, 7), 40, 27);
+        let told = view.guard(7, 61).unwrap();
+        assert!(told.starts_with("34 of 61 lines"), "{told}");
+        let (screen, _) = draw(&view, content(&theme, 61, 7), 40, 27);
+        assert!(screen.contains("28 line 28") && screen.contains("54 line 54"));
+        // The second press goes ahead.
+        assert_eq!(view.guard(7, 61), None);
+        // A short block seen whole needs no second press.
+        let view = CodeView::default();
+        draw(&view, content(&theme, 3, 8), 40, 27);
+        assert_eq!(view.guard(8, 3), None);
+        // Content never drawn is unseen.
+        let view = CodeView::default();
+        assert!(view.guard(9, 3).is_some());
+    }
+
+    #[test]
+    fn long_lines_wrap_with_a_mark() {
+        let theme = Theme::load("dark", Depth::None).unwrap();
+        let view = CodeView::default();
+        let c = Content {
+            key: 1,
+            lines: vec![Line::from("x".repeat(50)), Line::from("end")],
+            numbered: true,
+            styled: false,
+            theme: &theme,
+        };
+        let (screen, position) = draw(&view, c, 20, 10);
+        assert!(screen.contains(" ↪ "), "{screen}");
+        assert!(screen.contains(" 2 end"), "{screen}");
+        assert_eq!(screen.matches('x').count(), 50);
+        assert_eq!(position, "");
+    }
+}
