@@ -273,7 +273,11 @@ fn draw_context(frame: &mut Frame, app: &App, area: Rect) {
     let Some(text) = last_message(app) else {
         return;
     };
-    let lines = super::markdown::wrap(&render(text, &app.theme), area.width.saturating_sub(2));
+    let lines: Vec<Line<'static>> =
+        super::markdown::wrap(&render(text, &app.theme), area.width.saturating_sub(2))
+            .into_iter()
+            .filter(|l| !l.to_string().trim().is_empty())
+            .collect();
     let keep = area.height as usize;
     let mut shown: Vec<Line<'static>> = lines[lines.len().saturating_sub(keep)..].to_vec();
     if let Some(first) = shown.first_mut() {
@@ -507,6 +511,9 @@ pub fn hint_line(app: &App, hints: &[(String, &str)], width: usize) -> Line<'sta
             0
         };
         if used + piece + room_for_more > width {
+            if hints[..i].iter().any(|(_, what)| *what == "help") {
+                break;
+            }
             if i > 0 {
                 spans.push(Span::styled(" · ", app.theme.muted));
             }

@@ -29,6 +29,11 @@ impl Tmux {
         Tmux { socket }
     }
 
+    /// The tmux server's socket name (for `tmux -L`).
+    pub fn socket(&self) -> &str {
+        &self.socket
+    }
+
     pub fn send(&self, keys: &[&str]) {
         let status = Command::new("tmux")
             .args(["-L", &self.socket, "send-keys", "-t", "t"])

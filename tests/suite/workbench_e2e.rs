@@ -1,0 +1,196 @@
+//! The workbench's promises, with the real binary in tmux against the scripted model server:
+//! every line of a long block can be read before it runs, typing never decides a block, the
+//! narrow layout's tabs follow Tab and clicks while a block waits, and a CR paste is text.
+
+use std::process::Command;
+use std::time::Duration;
+
+use super::model_server::{ModelServer, Reply};
+use super::tmux::Tmux;
+
+/// The workbench in tmux, talking to `server`; the directory holds its data.
+fn workbench(server: &ModelServer, width: u16, height: u16) -> (Tmux, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("dir");
+    let command = format!(
+        "cd '{dir}' && env -u NO_COLOR XDG_CONFIG_HOME='{dir}/config' '{bin}' --model openai/scripted --api-base {base} --data-dir '{dir}/data'; echo EXIT=$?; sleep 60",
+        dir = dir.path().display(),
+        bin = env!("CARGO_BIN_EXE_oi-tui"),
+        base = server.base("openai"),
+    );
+    let tmux = Tmux::start(
+        &format!(
+            "bash --noprofile --norc -c \"{}\"",
+            command.replace('"', "\\\"")
+        ),
+        width,
+        height,
+    );
+    (tmux, dir)
+}
+
+/// Waits until `check` holds for the screen; returns it.
+async fn wait_until(tmux: &Tmux, what: &str, check: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let screen = tmux.capture();
+        if check(&screen) {
+            return screen;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited for {what}; the screen:\n{screen}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Esc reaches the program only after tmux's escape time.
+async fn escape(tmux: &Tmux) {
+    tmux.send(&["Escape"]);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+}
+
+/// A left click at a cell (0-based), as the terminal reports it (SGR mouse).
+fn click(tmux: &Tmux, column: usize, row: usize) {
+    tmux.type_text(&format!("\x1b[<0;{};{}M", column + 1, row + 1));
+    tmux.type_text(&format!("\x1b[<0;{};{}m", column + 1, row + 1));
+}
+
+fn long_block() -> String {
+    let mut code: Vec<String> = (1..=60).map(|i| format!("v{i} = {i}")).collect();
+    code.push("print('sixty-one', v60 + 1)".into());
+    code.join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_line_of_a_long_block_is_read_before_it_runs_and_typing_never_decides() {
+    let server = ModelServer::start(vec![
+        Reply::text("A long one.").and_tool("python", &long_block()),
+        Reply::text("Done."),
+    ])
+    .await;
+    let (tmux, _dir) = workbench(&server, 200, 60);
+    tmux.wait_for("Input").await;
+    tmux.type_text("go");
+    tmux.send(&["Enter"]);
+    let screen = tmux.wait_for("awaiting your decision").await;
+    assert!(screen.contains("of 61 ↓"), "{screen}");
+    assert!(!screen.contains("sixty-one"), "{screen}");
+
+    // The person goes to the input and types what was seen skipping and auto-running
+    // blocks: it stays text.
+    escape(&tmux).await;
+    tmux.type_text("now explain first also check the date !ls -la");
+    let screen = tmux
+        .wait_for("now explain first also check the date !ls -la")
+        .await;
+    assert!(screen.contains("awaiting your decision"), "{screen}");
+    assert!(!screen.contains("auto-run"), "{screen}");
+    assert!(!screen.contains("skipped"), "{screen}");
+
+    // Back to the decision: y first shows the lines never on screen, and runs nothing.
+    escape(&tmux).await;
+    tmux.send(&["y"]);
+    let screen = tmux.wait_for("were never on screen").await;
+    assert!(screen.contains("of 61 lines"), "{screen}");
+    assert!(!screen.contains("ran ·"), "{screen}");
+    // End shows line 61 itself.
+    tmux.send(&["End"]);
+    let screen = tmux.wait_for("61 print('sixty-one'").await;
+    assert!(screen.contains("of 61 ↑"), "{screen}");
+    tmux.send(&["y"]);
+    tmux.wait_for("sixty-one 61").await;
+    tmux.wait_for("Done.").await;
+    // The message typed meanwhile is still in the input.
+    let screen = tmux.capture();
+    assert!(screen.contains("now explain first"), "{screen}");
+    assert_eq!(server.chats().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_80x24_tabs_and_clicks_switch_while_a_block_waits() {
+    let server = ModelServer::start(vec![
+        Reply::text("Here is my reasoning: the answer needs a count.")
+            .and_tool("python", "print('counted')"),
+        Reply::text("Done."),
+    ])
+    .await;
+    let (tmux, _dir) = workbench(&server, 80, 24);
+    tmux.wait_for("Input").await;
+    tmux.type_text("count");
+    tmux.send(&["Enter"]);
+    let screen = tmux.wait_for("awaiting your decision").await;
+    // The code tab shows the end of the model's message above the code.
+    assert!(screen.contains("the answer needs a count"), "{screen}");
+    assert!(screen.contains("1 print('counted')"), "{screen}");
+
+    // Shift-Tab: the chat, with the reasoning; the code tab says a block waits.
+    tmux.send(&["BTab"]);
+    let screen = tmux.wait_for("Code ● awaits you").await;
+    assert!(screen.contains("▶ Chat"), "{screen}");
+    // Typing in the chat goes to the input, whole.
+    tmux.type_text("!ls -la");
+    let screen = tmux.wait_for("!ls -la").await;
+    assert!(screen.contains("Code ● awaits you"), "{screen}");
+    assert!(!screen.contains("auto-run"), "{screen}");
+
+    // A click on the Code label shows the block again.
+    let row = screen.lines().next().unwrap_or("");
+    let column = row.find("Code").expect("a Code tab label");
+    click(&tmux, column + 1, 0);
+    let screen = tmux.wait_for("▶ Code").await;
+    assert!(screen.contains("┃ 1 print('counted')"), "{screen}");
+    tmux.send(&["y"]);
+    tmux.wait_for("counted").await;
+    // The turn ends, and the output stays in view until the person moves on.
+    let screen = tmux.wait_for(" idle ").await;
+    assert!(screen.contains("│counted"), "{screen}");
+    assert_eq!(server.chats().len(), 2);
+    tmux.send(&["Tab"]);
+    tmux.wait_for("Done.").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paste_with_cr_line_ends_is_lines_of_text() {
+    let server = ModelServer::start(vec![Reply::text("Got it.")]).await;
+    let (tmux, _dir) = workbench(&server, 100, 30);
+    tmux.wait_for("Input").await;
+    let socket = tmux.socket();
+    let status = Command::new("tmux")
+        .args([
+            "-L",
+            socket,
+            "set-buffer",
+            "-b",
+            "p",
+            "first line\rsecond line",
+        ])
+        .status()
+        .expect("set-buffer");
+    assert!(status.success());
+    let status = Command::new("tmux")
+        .args(["-L", socket, "paste-buffer", "-p", "-b", "p", "-t", "t"])
+        .status()
+        .expect("paste-buffer");
+    assert!(status.success());
+    let screen = tmux.wait_for("second line").await;
+    assert!(!screen.contains('␍'), "{screen}");
+    let first = screen
+        .lines()
+        .position(|l| l.contains("first line"))
+        .expect("first line");
+    assert!(
+        screen
+            .lines()
+            .nth(first + 1)
+            .unwrap_or("")
+            .contains("second line"),
+        "two lines in the input:\n{screen}"
+    );
+    // Nothing was sent by the paste.
+    assert!(server.chats().is_empty());
+    tmux.send(&["Enter"]);
+    tmux.wait_for("Got it.").await;
+    let sent = server.chats()[0].all_text();
+    assert!(sent.contains("first line\\nsecond line"), "{sent}");
+}
