@@ -577,12 +577,15 @@ fn draw_panel(frame: &mut Frame, app: &App, area: Rect, bordered: bool) {
     } as usize;
     let mut paragraph = Paragraph::new(panel_line(app, width));
     if bordered {
-        let title = if app.pending.is_some() {
-            " Approve "
+        // The decision's focus ring is the code pane's; the panel only names it.
+        let title = if decision {
+            Line::styled(" Approve · the decision ", app.theme.focus.add_modifier(Modifier::BOLD))
+        } else if app.pending.is_some() {
+            Line::styled(" Approve ", app.theme.warning)
         } else {
-            " Keys "
+            Line::from(" Keys ")
         };
-        paragraph = paragraph.block(pane_block(app, title, decision));
+        paragraph = paragraph.block(pane_block(app, title, false));
     }
     frame.render_widget(paragraph, area);
 }
