@@ -181,7 +181,12 @@ pub struct App {
     retry_entry: Option<usize>,
     /// The last block that ran printed something (so its output stays in view).
     pub output_shown: bool,
+    /// When the person last typed a character of a message not yet sent.
+    pub last_typed: Option<Instant>,
 }
+
+/// Someone who typed this recently is still typing: a block that arrives leaves them be.
+pub const STILL_TYPING: Duration = Duration::from_millis(1500);
 
 /// How long a status-bar message stays.
 pub const FLASH: Duration = Duration::from_secs(3);
@@ -227,6 +232,7 @@ impl App {
             tab_areas: Vec::new(),
             retry_entry: None,
             output_shown: false,
+            last_typed: None,
         }
     }
 
@@ -554,7 +560,8 @@ impl App {
     /// narrow terminal shows the last block's output (which stays until they move on).
     fn arrive_at_decision(&mut self) {
         let reading_output = !self.wide && self.tab == Focus::Terminal && self.output_shown;
-        let typing = !self.input.is_empty() && self.focus == Focus::Input;
+        let typing = (!self.input.is_empty() && self.focus == Focus::Input)
+            || self.last_typed.is_some_and(|t| t.elapsed() < STILL_TYPING);
         if reading_output {
             if self.focus == Focus::Code {
                 self.focus = Focus::Input;

@@ -353,6 +353,9 @@ impl App {
 
     fn input_key(&mut self, key: KeyEvent) -> Vec<Effect> {
         let reason = self.pending.as_ref().is_some_and(|p| p.reason);
+        if matches!(key.code, KeyCode::Char(_)) {
+            self.last_typed = Some(Instant::now());
+        }
         match key.code {
             KeyCode::Up if !reason && self.input.cursor().0 == 0 => self.history_step(-1),
             KeyCode::Down if !reason && self.input.cursor().0 + 1 >= self.input.lines().len() => {
@@ -391,6 +394,7 @@ impl App {
             return Vec::new();
         }
         self.input = new_input();
+        self.last_typed = None;
         self.history_pos = None;
         if self.history.last() != Some(&text) {
             self.history.push(text.clone());

@@ -579,7 +579,10 @@ fn draw_panel(frame: &mut Frame, app: &App, area: Rect, bordered: bool) {
     if bordered {
         // The decision's focus ring is the code pane's; the panel only names it.
         let title = if decision {
-            Line::styled(" Approve · the decision ", app.theme.focus.add_modifier(Modifier::BOLD))
+            Line::styled(
+                " Approve · the decision ",
+                app.theme.focus.add_modifier(Modifier::BOLD),
+            )
         } else if app.pending.is_some() {
             Line::styled(" Approve ", app.theme.warning)
         } else {

@@ -216,6 +216,17 @@ fn waiting_states() -> Vec<(&'static str, App)> {
         "focus stays with the person typing"
     );
     states.push(("typing", app));
+    // A message was being typed, then erased, just before the block came.
+    let mut app = fresh();
+    type_text(&mut app, "n");
+    app.update(key(KeyCode::Backspace));
+    propose(&mut app);
+    assert_eq!(
+        app.focus,
+        Focus::Input,
+        "focus stays with the person typing"
+    );
+    states.push(("just-typed", app));
     // The narrow layout, output of an earlier block on screen.
     let mut app = fresh();
     app.wide = false;
