@@ -28,22 +28,6 @@ fn workbench(server: &ModelServer, width: u16, height: u16) -> (Tmux, tempfile::
     (tmux, dir)
 }
 
-/// Waits until `check` holds for the screen; returns it.
-async fn wait_until(tmux: &Tmux, what: &str, check: impl Fn(&str) -> bool) -> String {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let screen = tmux.capture();
-        if check(&screen) {
-            return screen;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "waited for {what}; the screen:\n{screen}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Esc reaches the program only after tmux's escape time.
 async fn escape(tmux: &Tmux) {
     tmux.send(&["Escape"]);
