@@ -8,7 +8,7 @@ use rusqlite::params;
 
 use super::{Store, now_ms};
 use crate::llm::Message;
-use crate::protocol::{Event, TurnEnd};
+use crate::protocol::{BlockId, Event, TurnEnd};
 
 /// Replaces known secrets (API keys) in any text before it is stored.
 #[derive(Debug, Clone, Default)]
@@ -57,11 +57,24 @@ enum Write {
 pub struct Recorder {
     tx: mpsc::Sender<Write>,
     session_id: String,
+    /// The id the session's next block gets (after those of a resumed session).
+    first_block: BlockId,
 }
 
 impl Recorder {
     /// Starts recording a new session (or, with `resume`, an existing one).
     pub fn start(store: Store, resume: Option<String>, redactor: Redactor) -> Recorder {
+        let first_block = match &resume {
+            Some(id) => store
+                .conn()
+                .query_row(
+                    "SELECT COALESCE(max(block_id), 0) + 1 FROM blocks WHERE session_id = ?1",
+                    [id],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_or(1, |n| n.max(1) as BlockId),
+            None => 1,
+        };
         let session_id = resume.unwrap_or_else(new_id);
         let (tx, rx) = mpsc::channel();
         let id = session_id.clone();
@@ -87,11 +100,21 @@ impl Recorder {
                 }
             })
             .ok();
-        Recorder { tx, session_id }
+        Recorder {
+            tx,
+            session_id,
+            first_block,
+        }
     }
 
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    /// The id for the session's next block: 1 for a new session, one past the last block of
+    /// a resumed one (so that new blocks never overwrite the record of old ones).
+    pub fn first_block(&self) -> BlockId {
+        self.first_block
     }
 
     pub fn message(&self, message: &Message) {
@@ -233,7 +256,22 @@ impl Writer {
                 (SELECT id FROM messages WHERE session_id = ?1 AND dropped = 0 ORDER BY id LIMIT ?2)",
             params![self.id, keep as i64],
         )?;
+        // Blocks after the last message kept go with the messages (all of them on /reset).
+        self.store.conn().execute(
+            "UPDATE blocks SET dropped = 1 WHERE session_id = ?1 AND dropped = 0 AND (
+                COALESCE(after_message, 0) > ?2 OR ?2 = 0)",
+            params![self.id, self.last_message()?],
+        )?;
         self.touch()
+    }
+
+    /// The id of the session's last message still in the conversation (0: none).
+    fn last_message(&self) -> rusqlite::Result<i64> {
+        self.store.conn().query_row(
+            "SELECT COALESCE(max(id), 0) FROM messages WHERE session_id = ?1 AND dropped = 0",
+            [&self.id],
+            |r| r.get(0),
+        )
     }
 
     fn event(&mut self, event: &Event) -> rusqlite::Result<()> {
@@ -255,13 +293,13 @@ impl Writer {
                     .language
                     .map_or(block.language_tag.as_str(), |l| l.name());
                 self.store.conn().execute(
-                    "INSERT OR IGNORE INTO blocks (session_id, block_id, language, proposed_code, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![self.id, block.id as i64, language, self.redactor.clean(&block.code), now_ms()],
+                    "INSERT OR IGNORE INTO blocks (session_id, block_id, language, proposed_code, created_at, after_message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![self.id, block.id as i64, language, self.redactor.clean(&block.code), now_ms(), self.last_message()?],
                 )?;
             }
             Event::BlockSkipped { block_id, reason } => {
                 conn.execute(
-                    "UPDATE blocks SET decision = 'skipped', status = 'skipped', output = ?3, finished_at = ?4 WHERE session_id = ?1 AND block_id = ?2",
+                    "UPDATE blocks SET decision = 'skipped', status = 'skipped', skip_reason = ?3, finished_at = ?4 WHERE session_id = ?1 AND block_id = ?2",
                     params![self.id, *block_id as i64, reason.as_deref().map(|r| self.redactor.clean(r)), now_ms()],
                 )?;
                 conn.execute(
@@ -285,14 +323,16 @@ impl Writer {
                 if updated == 0 {
                     // A command the person ran (`!cmd`).
                     conn.execute(
-                        "INSERT INTO blocks (session_id, block_id, language, proposed_code, decision, created_at) VALUES (?1, ?2, ?3, ?4, 'user', ?5)",
-                        params![self.id, *block_id as i64, language.name(), code, now_ms()],
+                        "INSERT INTO blocks (session_id, block_id, language, proposed_code, decision, created_at, after_message) VALUES (?1, ?2, ?3, ?4, 'user', ?5, ?6)",
+                        params![self.id, *block_id as i64, language.name(), code, now_ms(), self.last_message()?],
                     )?;
                 }
             }
             Event::ExecFinished { block_id, result } => {
+                let notes: Vec<String> =
+                    result.notes.iter().map(|n| self.redactor.clean(n)).collect();
                 conn.execute(
-                    "UPDATE blocks SET status = ?3, exit_code = ?4, signal = ?5, duration_ms = ?6, output = ?7, finished_at = ?8 WHERE session_id = ?1 AND block_id = ?2",
+                    "UPDATE blocks SET status = ?3, exit_code = ?4, signal = ?5, duration_ms = ?6, output = ?7, finished_at = ?8, tail = ?9, notes = ?10, state_lost = ?11 WHERE session_id = ?1 AND block_id = ?2",
                     params![
                         self.id,
                         *block_id as i64,
@@ -301,7 +341,10 @@ impl Writer {
                         result.signal,
                         result.duration.as_millis() as i64,
                         self.redactor.clean(&result.for_model()),
-                        now_ms()
+                        now_ms(),
+                        self.redactor.clean(&result.output),
+                        serde_json::to_string(&notes).unwrap_or_else(|_| "[]".into()),
+                        result.state_lost,
                     ],
                 )?;
                 conn.execute(
