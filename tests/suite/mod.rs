@@ -5,6 +5,7 @@ mod kernels;
 mod kernels_control;
 mod model_server;
 mod sessions;
+mod sessions_browser;
 mod sessions_resume;
 mod support;
 mod tmux;
