@@ -50,12 +50,14 @@ fn step_for(body: &[u8], steps: &[Step]) -> Step {
     let answered = serde_json::from_slice::<serde_json::Value>(body)
         .ok()
         .and_then(|v| {
-            v.get("messages").and_then(|m| m.as_array()).map(|messages| {
-                messages
-                    .iter()
-                    .filter(|m| m.get("role").and_then(|r| r.as_str()) == Some("assistant"))
-                    .count()
-            })
+            v.get("messages")
+                .and_then(|m| m.as_array())
+                .map(|messages| {
+                    messages
+                        .iter()
+                        .filter(|m| m.get("role").and_then(|r| r.as_str()) == Some("assistant"))
+                        .count()
+                })
         })
         .unwrap_or(0);
     steps.get(answered).cloned().unwrap_or(Step {

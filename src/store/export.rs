@@ -22,12 +22,12 @@ impl Exported {
             .iter()
             .filter(|m| !m.dropped)
             .map(|m| ((m.id, 0, 0), Item::Message(m)))
-            .chain(
-                self.blocks
-                    .iter()
-                    .filter(|b| !b.dropped)
-                    .map(|b| ((b.after_message.unwrap_or(0), 1, b.block_id), Item::Block(b))),
-            )
+            .chain(self.blocks.iter().filter(|b| !b.dropped).map(|b| {
+                (
+                    (b.after_message.unwrap_or(0), 1, b.block_id),
+                    Item::Block(b),
+                )
+            }))
             .collect();
         items.sort_by_key(|(key, _)| *key);
         items.into_iter().map(|(_, item)| item).collect()
@@ -178,7 +178,10 @@ pub fn fence(info: &str, code: &str) -> String {
     }
     let ticks = "`".repeat((longest + 1).max(3));
     // An info string may not hold backticks; a language name never does.
-    let info: String = info.chars().filter(|c| *c != '`' && !c.is_whitespace()).collect();
+    let info: String = info
+        .chars()
+        .filter(|c| *c != '`' && !c.is_whitespace())
+        .collect();
     format!("{ticks}{info}\n{}\n{ticks}", code.trim_end_matches('\n'))
 }
 

@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+pub use export::{Item, decision_words, emphasis, escape, fence, shown_output, status_words};
 pub use read::{
     Exported, Hit, SessionRow, StoredBlock, StoredEvent, StoredMessage, Transcript, format_time,
 };
-pub use export::{Item, decision_words, emphasis, escape, fence, shown_output, status_words};
 pub use record::{Recorder, Redactor};
 pub use replay::UNFINISHED;
 

@@ -329,8 +329,11 @@ impl Writer {
                 }
             }
             Event::ExecFinished { block_id, result } => {
-                let notes: Vec<String> =
-                    result.notes.iter().map(|n| self.redactor.clean(n)).collect();
+                let notes: Vec<String> = result
+                    .notes
+                    .iter()
+                    .map(|n| self.redactor.clean(n))
+                    .collect();
                 conn.execute(
                     "UPDATE blocks SET status = ?3, exit_code = ?4, signal = ?5, duration_ms = ?6, output = ?7, finished_at = ?8, tail = ?9, notes = ?10, state_lost = ?11 WHERE session_id = ?1 AND block_id = ?2",
                     params![

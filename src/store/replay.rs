@@ -13,7 +13,8 @@ use crate::exec::{Language, RunResult, RunStatus};
 use crate::protocol::{BlockId, Event, ProposedBlock};
 
 /// The note on a block that was running when oi-tui stopped.
-pub const UNFINISHED: &str = "oi-tui stopped while this block was running; its end was not recorded.";
+pub const UNFINISHED: &str =
+    "oi-tui stopped while this block was running; its end was not recorded.";
 
 impl Store {
     /// The events that show session `id` as it was.
@@ -42,9 +43,7 @@ impl Exported {
                 },
                 Item::Block(b) => {
                     // Its place among the blocks of the same reply: `2 of 3`.
-                    let same = |i: &Item<'_>| {
-                        matches!(i, Item::Block(o) if o.after_message == b.after_message && o.decision != "user")
-                    };
+                    let same = |i: &Item<'_>| matches!(i, Item::Block(o) if o.after_message == b.after_message && o.decision != "user");
                     let index = timeline[..at].iter().filter(|i| same(i)).count() + 1;
                     let of = timeline.iter().filter(|i| same(i)).count();
                     block_events(b, index, of.max(index), &mut events);
@@ -73,7 +72,10 @@ fn block_events(b: &StoredBlock, index: usize, of: usize, events: &mut Vec<Event
     match b.decision.as_str() {
         "run" | "edited" | "user" => {
             let language = language.unwrap_or(Language::Shell);
-            let code = b.edited_code.clone().unwrap_or_else(|| b.proposed_code.clone());
+            let code = b
+                .edited_code
+                .clone()
+                .unwrap_or_else(|| b.proposed_code.clone());
             events.push(Event::ExecStarted {
                 block_id: id,
                 language,

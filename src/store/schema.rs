@@ -171,5 +171,7 @@ pub fn create_v1_only(conn: &Connection) -> Result<(), rusqlite::Error> {
 
 /// The version-2 schema alone, for tests of the migration from it.
 pub fn create_v2_only(conn: &Connection) -> Result<(), rusqlite::Error> {
-    conn.execute_batch(&format!("{V1}\n{V2}\nUPDATE schema_version SET version = 2;"))
+    conn.execute_batch(&format!(
+        "{V1}\n{V2}\nUPDATE schema_version SET version = 2;"
+    ))
 }

@@ -5,8 +5,8 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::Modifier;
-use ratatui::text::{Line, Span};
 use ratatui::style::Style;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
@@ -266,7 +266,9 @@ pub fn transcript_lines(
     width: u16,
 ) -> Vec<Line<'static>> {
     let terms = terms(query);
-    let mark = theme.warning.add_modifier(Modifier::BOLD | Modifier::REVERSED);
+    let mark = theme
+        .warning
+        .add_modifier(Modifier::BOLD | Modifier::REVERSED);
     render(&session.markdown(), theme)
         .into_iter()
         .flat_map(|line| wrap(mark_matches(line, &terms, mark), width as usize))
@@ -311,7 +313,11 @@ pub fn first_match(lines: &[Line<'_>], query: &str, height: u16) -> usize {
 
 /// Where Enter opens a session read full-size (`size`: columns, rows): at its first match.
 pub fn match_scroll(theme: &Theme, session: &Exported, query: &str, size: (u16, u16)) -> usize {
-    first_match(&transcript_lines(theme, session, query, size.0), query, size.1)
+    first_match(
+        &transcript_lines(theme, session, query, size.0),
+        query,
+        size.1,
+    )
 }
 
 /// The line with every occurrence of a term (any case) in `mark`.
@@ -332,10 +338,7 @@ fn mark_matches(line: Line<'static>, terms: &[String], mark: Style) -> Line<'sta
             let hit = terms.iter().find_map(|term| {
                 let n = term.chars().count();
                 let matches = i + n <= lower.len()
-                    && lower[i..i + n]
-                        .iter()
-                        .map(|(_, c)| *c)
-                        .eq(term.chars());
+                    && lower[i..i + n].iter().map(|(_, c)| *c).eq(term.chars());
                 matches.then_some(n)
             });
             match hit {
@@ -345,7 +348,10 @@ fn mark_matches(line: Line<'static>, terms: &[String], mark: Style) -> Line<'sta
                     if from > start {
                         spans.push(Span::styled(text[start..from].to_string(), span.style));
                     }
-                    spans.push(Span::styled(text[from..to].to_string(), span.style.patch(mark)));
+                    spans.push(Span::styled(
+                        text[from..to].to_string(),
+                        span.style.patch(mark),
+                    ));
                     start = to;
                     i += n;
                 }
@@ -454,6 +460,9 @@ mod tests {
                 text.trim_end().to_string()
             })
             .collect();
-        assert_eq!(texts, ["the quick", "brown fox", "jumps over", "the lazy", "dog"]);
+        assert_eq!(
+            texts,
+            ["the quick", "brown fox", "jumps over", "the lazy", "dog"]
+        );
     }
 }

@@ -347,7 +347,10 @@ async fn restart(settings: &Settings, demo_mode: bool, id: &str) -> Result<Resta
 /// sessions export`); the chat's own transcript when the store cannot be read, so that
 /// nothing is lost. Returns the sentence for the person.
 fn export(
-    from: (Option<std::sync::Arc<crate::store::Recorder>>, std::path::PathBuf),
+    from: (
+        Option<std::sync::Arc<crate::store::Recorder>>,
+        std::path::PathBuf,
+    ),
     path: &std::path::Path,
     fallback: String,
 ) -> String {

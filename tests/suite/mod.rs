@@ -1,4 +1,5 @@
 mod cli;
+mod engine_items;
 mod engine_ops;
 mod headless;
 mod kernels;

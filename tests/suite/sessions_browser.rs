@@ -78,9 +78,9 @@ fn renaming_keeps_the_selection_on_the_renamed_session() {
     app.update(key(KeyCode::Char('!')));
     app.update(key(KeyCode::Enter));
     assert!(
-        drain(&rx)
-            .iter()
-            .any(|r| matches!(r, Request::Rename { id, title } if id == "s2" && title == "second!"))
+        drain(&rx).iter().any(
+            |r| matches!(r, Request::Rename { id, title } if id == "s2" && title == "second!")
+        )
     );
     app.update(Msg::Browser(Reply::Done("renamed session s2".into())));
     // The list comes back (the renamed one moved to the top, as a newer one would).
@@ -232,7 +232,10 @@ fn enter_opens_a_session_at_the_first_match_highlighted() {
     let r = Recorder::start(Store::open(dir.path()).unwrap(), None, Redactor::default());
     r.message(&Message::user("a long conversation"));
     for i in 0..40 {
-        r.message(&Message::assistant(format!("filler answer number {i}"), vec![]));
+        r.message(&Message::assistant(
+            format!("filler answer number {i}"),
+            vec![],
+        ));
     }
     r.message(&Message::user("where is the zeppelin hangar?"));
     r.message(&Message::assistant("Behind the hill.", vec![]));

@@ -174,7 +174,10 @@ fn a_block_cut_off_by_a_crash_replays_as_interrupted_and_undo_drops_blocks() {
     let store = Store::open(dir.path()).unwrap();
     let events = store.replay(r.session_id()).unwrap();
     let text = describe(&events).join("\n");
-    assert!(!text.contains("undone") && !text.contains("second"), "{text}");
+    assert!(
+        !text.contains("undone") && !text.contains("second"),
+        "{text}"
+    );
     match events.last() {
         Some(Event::ExecFinished { result, .. }) => {
             assert_eq!(result.status, RunStatus::Interrupted);
@@ -203,7 +206,10 @@ fn a_resumed_session_numbers_new_blocks_after_the_old_ones() {
     let store = Store::open(dir.path()).unwrap();
     let blocks = store.export(&id).unwrap().blocks;
     assert_eq!(blocks.len(), 5);
-    assert_eq!(blocks[0].proposed_code, "print('one')", "the old block is kept");
+    assert_eq!(
+        blocks[0].proposed_code, "print('one')",
+        "the old block is kept"
+    );
     let fresh = Recorder::start(Store::open(dir.path()).unwrap(), None, Redactor::default());
     assert_eq!(fresh.first_block(), 1);
 }
@@ -340,4 +346,94 @@ fn the_workbench_shows_a_resumed_session_through_its_events() {
         crossterm::event::KeyModifiers::NONE,
     )));
     assert!(effects.is_empty(), "{effects:?}");
+}
+
+fn oi_tui_command(dir: &std::path::Path, base: &str, extra: &str) -> String {
+    format!(
+        "cd '{dir}' && XDG_CONFIG_HOME='{dir}/config' '{bin}' --model openai/scripted --api-base {base} --data-dir '{dir}/data' {extra}",
+        dir = dir.display(),
+        bin = env!("CARGO_BIN_EXE_oi-tui"),
+    )
+}
+
+async fn sessions_list(dir: &std::path::Path) -> String {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .args(["sessions", "list"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starting_and_quitting_keeps_no_session() {
+    let server = super::model_server::ModelServer::start(vec![]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let command = format!(
+        "{}; echo FIRST=$?; {}; echo SECOND=$?; sleep 30",
+        oi_tui_command(dir.path(), &server.base("openai"), ""),
+        oi_tui_command(dir.path(), &server.base("openai"), "--demo"),
+    );
+    let tmux = super::tmux::Tmux::start(&command, 120, 30);
+    tmux.wait_for("Input").await;
+    tmux.send(&["C-q"]);
+    tmux.wait_for("FIRST=0").await;
+    tmux.wait_for("oi-tui demo").await;
+    tmux.send(&["C-q"]);
+    tmux.wait_for("SECOND=0").await;
+    assert_eq!(sessions_list(dir.path()).await.trim(), "No sessions yet.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_shows_the_blocks_code_and_output_and_export_has_them() {
+    let server = super::model_server::ModelServer::start(vec![
+        super::model_server::Reply::text("Printing.")
+            .and_tool("python", "print('resumed-' + 'output-' + str(6 * 7))"),
+        super::model_server::Reply::text("Printed it."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let exported = dir.path().join("out.md");
+    let command = format!(
+        "{}; echo FIRST=$?; {}; sleep 30",
+        oi_tui_command(dir.path(), &server.base("openai"), ""),
+        oi_tui_command(dir.path(), &server.base("openai"), "--resume last"),
+    );
+    let tmux = super::tmux::Tmux::start(&command, 140, 40);
+    tmux.wait_for("Input").await;
+    tmux.type_text("print the answer");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("awaiting your decision").await;
+    tmux.send(&["y"]);
+    tmux.wait_for("Printed it.").await;
+    tmux.type_text(&format!("/export {}", exported.display()));
+    tmux.send(&["Enter"]);
+    tmux.wait_for("exported the conversation").await;
+    let md = std::fs::read_to_string(&exported).unwrap();
+    for needle in [
+        "## You\n\nprint the answer",
+        "```python\nprint('resumed-' + 'output-' + str(6 * 7))\n```",
+        "*block 1 · run · ran · exit 0",
+        "```text\nresumed-output-42\n```",
+        "Printed it.",
+    ] {
+        assert!(md.contains(needle), "{needle:?} in:\n{md}");
+    }
+    tmux.send(&["C-q"]);
+    tmux.wait_for("FIRST=0").await;
+    let screen = tmux.wait_for("Resumed session").await;
+    assert!(
+        screen.contains("print('resumed-' + 'output-' + str(6 * 7))"),
+        "the block's code line:\n{screen}"
+    );
+    assert!(
+        screen.contains("│resumed-output-42"),
+        "the block's output tail in the terminal pane:\n{screen}"
+    );
+    assert!(screen.contains("print the answer") && screen.contains("Printed it."));
+    // Nothing ran again: the model was asked twice, in the first run only.
+    assert_eq!(server.chats().len(), 2);
 }
