@@ -47,8 +47,8 @@ impl Exported {
         for item in self.timeline() {
             match item {
                 Item::Message(m) => match m.role.as_str() {
-                    "user" if !m.content.trim().is_empty() => {
-                        out.push_str(&format!("## You\n\n{}\n\n", m.content.trim()));
+                    "user" if !m.shown().trim().is_empty() => {
+                        out.push_str(&format!("## You\n\n{}\n\n", m.shown().trim()));
                     }
                     "assistant" if !m.content.trim().is_empty() => {
                         out.push_str(&format!("## oi-tui\n\n{}\n\n", m.content.trim()));

@@ -41,6 +41,16 @@ pub struct StoredMessage {
     pub tool_call_id: Option<String>,
     pub created_at: i64,
     pub dropped: bool,
+    /// What the person said, when the engine added `!cmd` output to it for the model.
+    #[serde(default)]
+    pub said: Option<String>,
+}
+
+impl StoredMessage {
+    /// The text as the person saw it in the chat.
+    pub fn shown(&self) -> &str {
+        self.said.as_deref().unwrap_or(&self.content)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,7 +233,7 @@ impl Store {
         let session = self.session(id)?;
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT role, content, tool_calls, tool_call_id, created_at, dropped, id FROM messages WHERE session_id = ?1 ORDER BY id",
+            "SELECT role, content, tool_calls, tool_call_id, created_at, dropped, id, said FROM messages WHERE session_id = ?1 ORDER BY id",
         )?;
         let messages = stmt
             .query_map([id], |r| {
@@ -236,6 +246,7 @@ impl Store {
                     created_at: r.get(4)?,
                     dropped: r.get::<_, i64>(5)? != 0,
                     id: r.get(6)?,
+                    said: r.get(7)?,
                 })
             })?
             .collect::<Result<_, _>>()?;

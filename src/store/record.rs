@@ -44,7 +44,8 @@ impl Redactor {
 
 #[derive(Debug)]
 enum Write {
-    Message(Message),
+    /// A message, and (for a person's message with `!cmd` context added) what they said.
+    Message(Message, Option<String>),
     Event(Event),
     /// Keep the first `messages` of the conversation; mark the rest dropped.
     Truncate(usize),
@@ -118,7 +119,16 @@ impl Recorder {
     }
 
     pub fn message(&self, message: &Message) {
-        let _ = self.tx.send(Write::Message(message.clone()));
+        let _ = self.tx.send(Write::Message(message.clone(), None));
+    }
+
+    /// A user-role message as the model gets it, and what the person said when that differs:
+    /// the engine adds the output of their `!cmd`s to their message, and (for models without
+    /// tools) sends block results as a message they did not write at all (`Some("")`).
+    pub fn user_message(&self, message: &Message, said: Option<&str>) {
+        let _ = self
+            .tx
+            .send(Write::Message(message.clone(), said.map(str::to_string)));
     }
 
     pub fn event(&self, event: &Event) {
@@ -191,7 +201,7 @@ impl Writer {
     fn write(&mut self, write: Write) {
         // A failed write must not end the session; the next one tries again.
         let _ = match write {
-            Write::Message(m) => self.message(&m),
+            Write::Message(m, said) => self.message(&m, said.as_deref()),
             Write::Event(e) => self.event(&e),
             Write::Truncate(n) => self.truncate(n),
             Write::Flush(_) => Ok(()),
@@ -226,18 +236,19 @@ impl Writer {
         Ok(())
     }
 
-    fn message(&mut self, m: &Message) -> rusqlite::Result<()> {
-        self.ensure_session(&m.content)?;
+    fn message(&mut self, m: &Message, said: Option<&str>) -> rusqlite::Result<()> {
+        self.ensure_session(said.unwrap_or(&m.content))?;
         let calls = serde_json::to_string(&m.tool_calls).unwrap_or_else(|_| "[]".into());
         self.store.conn().execute(
-            "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, created_at, said) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 self.id,
                 role_name(m),
                 self.redactor.clean(&m.content),
                 self.redactor.clean(&calls),
                 m.tool_call_id,
-                now_ms()
+                now_ms(),
+                said.map(|s| self.redactor.clean(s)),
             ],
         )?;
         self.store.conn().execute(

@@ -31,8 +31,8 @@ impl Exported {
         for (at, item) in timeline.iter().enumerate() {
             match item {
                 Item::Message(m) => match m.role.as_str() {
-                    "user" if !m.content.trim().is_empty() => events.push(Event::UserMessage {
-                        text: m.content.clone(),
+                    "user" if !m.shown().trim().is_empty() => events.push(Event::UserMessage {
+                        text: m.shown().to_string(),
                     }),
                     "assistant" if !m.content.trim().is_empty() => {
                         events.push(Event::AssistantMessage {

@@ -96,8 +96,10 @@ END;
 
 /// Version 3: what a resumed session needs to show each block as it was: the reason it was
 /// skipped, the output tail as shown (without the status line the model got), the notes, a
-/// lost kernel, the message it followed, and whether /undo or /reset dropped it.
+/// lost kernel, the message it followed, and whether /undo or /reset dropped it; and what the
+/// person said in a message to which the engine added the output of their `!cmd`s.
 const V3: &str = "
+ALTER TABLE messages ADD COLUMN said TEXT;
 ALTER TABLE blocks ADD COLUMN skip_reason TEXT;
 ALTER TABLE blocks ADD COLUMN tail TEXT;
 ALTER TABLE blocks ADD COLUMN notes TEXT NOT NULL DEFAULT '[]';

@@ -179,3 +179,67 @@ async fn the_auto_run_notice_comes_before_the_block_runs() {
             .any(|e| e.message.starts_with("Auto-run is on"))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_chat_shows_what_the_person_said_not_what_the_engine_added() {
+    let server = ModelServer::start(vec![
+        Reply::text("You ran echo.\n\n```sh\necho fenced-block\n```"),
+        Reply::text("All done."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config("openai/scripted", server.base("openai"), dir.path());
+    cfg.tools = false;
+    cfg.approval = Approval::Auto;
+    let data = dir.path().join("sessions");
+    let recorder = std::sync::Arc::new(oi_tui::store::Recorder::start(
+        oi_tui::store::Store::open(&data).unwrap(),
+        None,
+        oi_tui::store::Redactor::default(),
+    ));
+    cfg.recorder = Some(recorder.clone());
+    let mut h = engine::spawn(cfg).unwrap();
+    h.ops
+        .send(Op::Shell {
+            command: "echo ctx-$((3 + 4))".into(),
+        })
+        .unwrap();
+    until(&mut h, |e| matches!(e, Event::ExecFinished { .. })).await;
+    h.ops
+        .send(Op::UserMessage {
+            text: "what did I run?".into(),
+        })
+        .unwrap();
+    until(&mut h, |e| matches!(e, Event::TurnFinished { .. })).await;
+    let _ = h.ops.send(Op::Shutdown);
+    recorder.flush();
+    // The model got the context; the person's words are kept apart.
+    assert!(server.chats()[0].all_text().contains("ctx-7"));
+    let store = oi_tui::store::Store::open(&data).unwrap();
+    let events = store.replay(recorder.session_id()).unwrap();
+    let said: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::UserMessage { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, ["what did I run?"], "{events:?}");
+    let first_run = events
+        .iter()
+        .position(|e| matches!(e, Event::ExecStarted { code, .. } if code.contains("ctx-")))
+        .unwrap();
+    let message = events
+        .iter()
+        .position(|e| matches!(e, Event::UserMessage { .. }))
+        .unwrap();
+    assert!(
+        first_run < message,
+        "the !cmd shows before the message: {events:?}"
+    );
+    assert!(events.iter().any(
+        |e| matches!(e, Event::ExecOutput { data, .. } if String::from_utf8_lossy(data).contains("fenced-block"))
+    ));
+    let session = store.session(recorder.session_id()).unwrap();
+    assert_eq!(session.title, "!echo ctx-$((3 + 4))");
+}
