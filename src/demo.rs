@@ -2,8 +2,13 @@
 //! OpenAI-compatible endpoint on 127.0.0.1, so that a newcomer can try approve, edit and skip
 //! on real blocks with nothing else installed. The engine talks to it exactly as to a real
 //! server.
+//!
+//! The script has no cursor of its own: the step to answer with is the number of answers
+//! already in the request's conversation. So `/reset` and `/new` (an empty conversation)
+//! start the tour again from the beginning, `/undo` steps back, and a retried request gets
+//! the same step again.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::json;
@@ -28,7 +33,7 @@ pub async fn start() -> std::io::Result<String> {
         .map_err(|e| std::io::Error::other(format!("the demo script is broken: {e}")))?;
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let steps = Arc::new(Mutex::new(steps.into_iter()));
+    let steps = Arc::new(steps);
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             let steps = steps.clone();
@@ -40,10 +45,28 @@ pub async fn start() -> std::io::Result<String> {
     Ok(format!("http://{addr}/v1"))
 }
 
-async fn serve(
-    mut stream: TcpStream,
-    steps: Arc<Mutex<std::vec::IntoIter<Step>>>,
-) -> std::io::Result<()> {
+/// The step for a request: one past the model's answers already in its conversation.
+fn step_for(body: &[u8], steps: &[Step]) -> Step {
+    let answered = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.get("messages")
+                .and_then(|m| m.as_array())
+                .map(|messages| {
+                    messages
+                        .iter()
+                        .filter(|m| m.get("role").and_then(|r| r.as_str()) == Some("assistant"))
+                        .count()
+                })
+        })
+        .unwrap_or(0);
+    steps.get(answered).cloned().unwrap_or(Step {
+        text: FINISHED.to_string(),
+        tools: Vec::new(),
+    })
+}
+
+async fn serve(mut stream: TcpStream, steps: Arc<Vec<Step>>) -> std::io::Result<()> {
     // Read the request: headers, then as much body as Content-Length says.
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
@@ -63,13 +86,13 @@ async fn serve(
         .find_map(|l| l.strip_prefix("content-length:"))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
-    let mut body_len = buf.len() - head_end;
-    while body_len < length {
+    let mut body = buf[head_end..].to_vec();
+    while body.len() < length {
         let n = stream.read(&mut chunk).await?;
         if n == 0 {
             break;
         }
-        body_len += n;
+        body.extend_from_slice(&chunk[..n]);
     }
     if head.starts_with("get ") {
         let body = json!({"object": "list", "data": [{"id": "demo"}]}).to_string();
@@ -80,14 +103,7 @@ async fn serve(
         stream.write_all(reply.as_bytes()).await?;
         return stream.shutdown().await;
     }
-    let step = steps
-        .lock()
-        .ok()
-        .and_then(|mut s| s.next())
-        .unwrap_or(Step {
-            text: FINISHED.to_string(),
-            tools: Vec::new(),
-        });
+    let step = step_for(&body, &steps);
     stream
         .write_all(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
@@ -139,5 +155,31 @@ mod tests {
             steps.last().unwrap().tools.is_empty(),
             "the tour ends in text"
         );
+    }
+
+    #[test]
+    fn the_step_follows_the_conversation_so_a_new_one_starts_over() {
+        let steps: Vec<Step> = serde_json::from_str(SCRIPT).unwrap();
+        let request = |assistants: usize| {
+            let mut messages = vec![json!({"role": "system", "content": "s"})];
+            messages.push(json!({"role": "user", "content": "hi"}));
+            for _ in 0..assistants {
+                messages.push(json!({"role": "assistant", "content": "a"}));
+                messages.push(json!({"role": "tool", "content": "t"}));
+            }
+            json!({"model": "demo", "messages": messages}).to_string()
+        };
+        assert_eq!(step_for(request(0).as_bytes(), &steps).text, steps[0].text);
+        assert_eq!(step_for(request(1).as_bytes(), &steps).text, steps[1].text);
+        assert_eq!(
+            step_for(request(0).as_bytes(), &steps).text,
+            steps[0].text,
+            "after /reset the tour begins again"
+        );
+        assert_eq!(
+            step_for(request(steps.len()).as_bytes(), &steps).text,
+            FINISHED
+        );
+        assert_eq!(step_for(b"not json", &steps).text, steps[0].text);
     }
 }

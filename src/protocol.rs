@@ -108,6 +108,9 @@ pub enum Event {
         approval: String,
         cwd: String,
     },
+    /// A message the person sent earlier, in a replayed (resumed) session. The live engine
+    /// does not send it: a face shows what its person types as they send it.
+    UserMessage { text: String },
     /// A request to the model begins (one turn may make several).
     RequestStarted { round: u32 },
     /// Text from the model, as it streams.

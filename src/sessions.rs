@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 
 use crate::config::Settings;
 use crate::engine::EngineConfig;
+use crate::protocol::Event;
 use crate::store::{Recorder, Redactor, Store, format_time};
 
 #[derive(Debug, Args)]
@@ -55,6 +56,16 @@ pub fn redactor(settings: &Settings) -> Redactor {
     Redactor::new(std::env::vars(), &configured)
 }
 
+/// A session taken up again.
+#[derive(Debug, Clone)]
+pub struct Resumed {
+    pub id: String,
+    /// A sentence for the person: what came back, and what did not.
+    pub notice: String,
+    /// The session as it was, as events for a face to show (nothing runs again).
+    pub events: Vec<Event>,
+}
+
 /// Connects the store to an engine: a recorder for the session, and, with `resume`, the
 /// earlier conversation. Returns a sentence for the person when resuming.
 pub fn attach(
@@ -62,19 +73,30 @@ pub fn attach(
     settings: &Settings,
     resume: Option<&str>,
 ) -> Result<Option<String>, String> {
+    Ok(attach_resumed(config, settings, resume)?.map(|r| r.notice))
+}
+
+/// `attach`, returning with the notice the resumed session as events to show.
+pub fn attach_resumed(
+    config: &mut EngineConfig,
+    settings: &Settings,
+    resume: Option<&str>,
+) -> Result<Option<Resumed>, String> {
     let store = Store::open(&settings.data_dir).map_err(|e| e.to_string())?;
-    let mut notice = None;
+    let mut resumed = None;
     let mut resumed_id = None;
     if let Some(which) = resume {
         let id = store.resolve(which).map_err(|e| e.to_string())?;
         let messages = store.resume_messages(&id).map_err(|e| e.to_string())?;
+        let events = store.replay(&id).map_err(|e| e.to_string())?;
         let title = store.session(&id).map(|s| s.title).unwrap_or_default();
-        notice = Some(format!(
+        let notice = format!(
             "Resumed session {id} ({title}): {} messages are back in the model's context. Kernel state (variables, imports, the working directory) is not restored; run again what you need.",
             messages.len()
-        ));
+        );
         config.history = messages;
-        resumed_id = Some(id);
+        resumed_id = Some(id.clone());
+        resumed = Some(Resumed { id, notice, events });
     }
     let writer = Store::open(&settings.data_dir).map_err(|e| e.to_string())?;
     config.recorder = Some(Arc::new(Recorder::start(
@@ -82,7 +104,7 @@ pub fn attach(
         resumed_id,
         redactor(settings),
     )));
-    Ok(notice)
+    Ok(resumed)
 }
 
 /// `oi-tui sessions ...`; returns the exit status.

@@ -109,6 +109,8 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
     let memory = memory::Memory::new(config.data_dir.as_deref());
     let recorder = config.recorder.clone();
     let history = config.history.clone();
+    // A resumed session's blocks keep their ids; new ones come after them.
+    let next_block = recorder.as_ref().map_or(1, |r| r.first_block());
     let engine = Engine {
         recorder,
         tools: config.tools,
@@ -119,7 +121,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
         facts,
         memory,
         history,
-        next_block: 1,
+        next_block,
         events: events_tx,
         ops: ops_rx,
         ops_closed: false,

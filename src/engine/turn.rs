@@ -44,15 +44,19 @@ impl Engine {
             });
             return self.finish(TurnEnd::Error);
         }
-        let text = if self.context.is_empty() {
-            text
+        let (text, said) = if self.context.is_empty() {
+            (text, None)
         } else {
             let mut context = std::mem::take(&mut self.context).join("\n");
             context.push_str("\n\n");
             context.push_str(&text);
-            context
+            (context, Some(text))
         };
-        self.push_history(Message::user(text));
+        // The record keeps what the person said apart from the `!cmd` context added to it.
+        if let Some(recorder) = &self.recorder {
+            recorder.user_message(&Message::user(text.clone()), said.as_deref());
+        }
+        self.history.push(Message::user(text));
         let mut declined_before = false;
         let mut fell_back = false;
         let mut round = 0;
@@ -581,7 +585,12 @@ impl Engine {
                 text.push('\n');
             }
         }
-        self.push_history(Message::user(text));
+        // The results go to the model as a user message the person did not write: the
+        // record says they said nothing, so that a resumed chat shows the blocks instead.
+        if let Some(recorder) = &self.recorder {
+            recorder.user_message(&Message::user(text.clone()), Some(""));
+        }
+        self.history.push(Message::user(text));
     }
 }
 

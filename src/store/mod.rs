@@ -6,8 +6,10 @@
 //! schema is newer than this oi-tui knows, is a clear error and is left untouched.
 //! API keys never reach the store: known secrets are redacted from every text written.
 
+mod export;
 mod read;
 mod record;
+mod replay;
 mod schema;
 
 use std::path::{Path, PathBuf};
@@ -15,10 +17,12 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+pub use export::{Item, decision_words, emphasis, escape, fence, shown_output, status_words};
 pub use read::{
     Exported, Hit, SessionRow, StoredBlock, StoredEvent, StoredMessage, Transcript, format_time,
 };
 pub use record::{Recorder, Redactor};
+pub use replay::UNFINISHED;
 
 /// The file name of the store inside the data directory.
 pub const FILE: &str = "sessions.db";
@@ -113,6 +117,14 @@ impl Store {
 pub fn create_schema_v1(path: &Path) -> Result<(), StoreError> {
     let conn = Connection::open(path)?;
     schema::create_v1_only(&conn)?;
+    Ok(())
+}
+
+/// Writes the version-2 schema into an empty database file, for tests of the migration.
+#[doc(hidden)]
+pub fn create_schema_v2(path: &Path) -> Result<(), StoreError> {
+    let conn = Connection::open(path)?;
+    schema::create_v2_only(&conn)?;
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! Reading the store: listing, finding by id prefix, full-text search with snippets,
-//! transcripts, exports (Markdown and JSON), renaming, deleting, and the messages a resumed
-//! conversation starts from.
+//! whole sessions (for exports, see `export.rs`, and replays, see `replay.rs`), renaming,
+//! deleting, and the messages a resumed conversation starts from.
 
 use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -32,12 +32,25 @@ pub struct Hit {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredMessage {
+    /// The message's row id, which blocks refer to (`after_message`).
+    #[serde(default)]
+    pub id: i64,
     pub role: String,
     pub content: String,
     pub tool_calls: Vec<ToolCall>,
     pub tool_call_id: Option<String>,
     pub created_at: i64,
     pub dropped: bool,
+    /// What the person said, when the engine added `!cmd` output to it for the model.
+    #[serde(default)]
+    pub said: Option<String>,
+}
+
+impl StoredMessage {
+    /// The text as the person saw it in the chat.
+    pub fn shown(&self) -> &str {
+        self.said.as_deref().unwrap_or(&self.content)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,8 +64,27 @@ pub struct StoredBlock {
     pub exit_code: Option<i64>,
     pub signal: Option<String>,
     pub duration_ms: Option<i64>,
+    /// What went back to the model: the output, a status line and the notes.
     pub output: Option<String>,
     pub created_at: i64,
+    /// Why it was not run (the person's reason, or oi-tui's).
+    #[serde(default)]
+    pub skip_reason: Option<String>,
+    /// The output as shown (escapes stripped, the middle cut when long), without the status.
+    #[serde(default)]
+    pub tail: Option<String>,
+    /// Sentences about what happened beyond the exit status.
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// The kernel ended during the block, so its state was lost.
+    #[serde(default)]
+    pub state_lost: bool,
+    /// The message it followed (0: none), which places it in the conversation.
+    #[serde(default)]
+    pub after_message: Option<i64>,
+    /// Left out of the conversation by /undo or /reset.
+    #[serde(default)]
+    pub dropped: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -201,7 +233,7 @@ impl Store {
         let session = self.session(id)?;
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT role, content, tool_calls, tool_call_id, created_at, dropped FROM messages WHERE session_id = ?1 ORDER BY id",
+            "SELECT role, content, tool_calls, tool_call_id, created_at, dropped, id, said FROM messages WHERE session_id = ?1 ORDER BY id",
         )?;
         let messages = stmt
             .query_map([id], |r| {
@@ -213,11 +245,14 @@ impl Store {
                     tool_call_id: r.get(3)?,
                     created_at: r.get(4)?,
                     dropped: r.get::<_, i64>(5)? != 0,
+                    id: r.get(6)?,
+                    said: r.get(7)?,
                 })
             })?
             .collect::<Result<_, _>>()?;
         let mut stmt = conn.prepare_cached(
-            "SELECT block_id, language, proposed_code, edited_code, decision, status, exit_code, signal, duration_ms, output, created_at
+            "SELECT block_id, language, proposed_code, edited_code, decision, status, exit_code, signal, duration_ms, output, created_at,
+                    skip_reason, tail, notes, state_lost, after_message, dropped
              FROM blocks WHERE session_id = ?1 ORDER BY block_id",
         )?;
         let blocks = stmt
@@ -234,6 +269,12 @@ impl Store {
                     duration_ms: r.get(8)?,
                     output: r.get(9)?,
                     created_at: r.get(10)?,
+                    skip_reason: r.get(11)?,
+                    tail: r.get(12)?,
+                    notes: serde_json::from_str(&r.get::<_, String>(13)?).unwrap_or_default(),
+                    state_lost: r.get::<_, i64>(14)? != 0,
+                    after_message: r.get(15)?,
+                    dropped: r.get::<_, i64>(16)? != 0,
                 })
             })?
             .collect::<Result<_, _>>()?;
@@ -348,54 +389,6 @@ fn fts_query(query: &str) -> String {
         .map(|w| format!("\"{w}\"*"))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-impl Exported {
-    /// The session as Markdown.
-    pub fn markdown(&self) -> String {
-        let s = &self.session;
-        let mut out = format!(
-            "# {}\n\n- id: `{}`\n- model: {}\n- directory: {}\n- started: {}\n\n",
-            s.title,
-            s.id,
-            s.model,
-            s.cwd,
-            format_time(s.created_at)
-        );
-        let mut blocks = self.blocks.iter().peekable();
-        for m in self.messages.iter().filter(|m| !m.dropped) {
-            match m.role.as_str() {
-                "user" => out.push_str(&format!("## You\n\n{}\n\n", m.content.trim())),
-                "assistant" => {
-                    if !m.content.trim().is_empty() {
-                        out.push_str(&format!("## oi-tui\n\n{}\n\n", m.content.trim()));
-                    }
-                    for _ in &m.tool_calls {
-                        if let Some(b) = blocks.next() {
-                            out.push_str(&block_markdown(b));
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        for b in blocks {
-            out.push_str(&block_markdown(b));
-        }
-        out
-    }
-}
-
-fn block_markdown(b: &StoredBlock) -> String {
-    let code = b.edited_code.as_deref().unwrap_or(&b.proposed_code);
-    let mut out = format!("```{}\n{}\n```\n\n", b.language, code.trim_end());
-    let status = b.status.as_deref().unwrap_or(&b.decision);
-    out.push_str(&format!("*block {} · {status}*", b.block_id));
-    if let Some(output) = b.output.as_deref().filter(|o| !o.trim().is_empty()) {
-        out.push_str(&format!("\n\n```text\n{}\n```", output.trim_end()));
-    }
-    out.push_str("\n\n");
-    out
 }
 
 /// `2026-11-30 04:15` in local time.

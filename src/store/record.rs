@@ -8,7 +8,7 @@ use rusqlite::params;
 
 use super::{Store, now_ms};
 use crate::llm::Message;
-use crate::protocol::{Event, TurnEnd};
+use crate::protocol::{BlockId, Event, TurnEnd};
 
 /// Replaces known secrets (API keys) in any text before it is stored.
 #[derive(Debug, Clone, Default)]
@@ -44,7 +44,8 @@ impl Redactor {
 
 #[derive(Debug)]
 enum Write {
-    Message(Message),
+    /// A message, and (for a person's message with `!cmd` context added) what they said.
+    Message(Message, Option<String>),
     Event(Event),
     /// Keep the first `messages` of the conversation; mark the rest dropped.
     Truncate(usize),
@@ -57,11 +58,24 @@ enum Write {
 pub struct Recorder {
     tx: mpsc::Sender<Write>,
     session_id: String,
+    /// The id the session's next block gets (after those of a resumed session).
+    first_block: BlockId,
 }
 
 impl Recorder {
     /// Starts recording a new session (or, with `resume`, an existing one).
     pub fn start(store: Store, resume: Option<String>, redactor: Redactor) -> Recorder {
+        let first_block = match &resume {
+            Some(id) => store
+                .conn()
+                .query_row(
+                    "SELECT COALESCE(max(block_id), 0) + 1 FROM blocks WHERE session_id = ?1",
+                    [id],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_or(1, |n| n.max(1) as BlockId),
+            None => 1,
+        };
         let session_id = resume.unwrap_or_else(new_id);
         let (tx, rx) = mpsc::channel();
         let id = session_id.clone();
@@ -87,15 +101,34 @@ impl Recorder {
                 }
             })
             .ok();
-        Recorder { tx, session_id }
+        Recorder {
+            tx,
+            session_id,
+            first_block,
+        }
     }
 
     pub fn session_id(&self) -> &str {
         &self.session_id
     }
 
+    /// The id for the session's next block: 1 for a new session, one past the last block of
+    /// a resumed one (so that new blocks never overwrite the record of old ones).
+    pub fn first_block(&self) -> BlockId {
+        self.first_block
+    }
+
     pub fn message(&self, message: &Message) {
-        let _ = self.tx.send(Write::Message(message.clone()));
+        let _ = self.tx.send(Write::Message(message.clone(), None));
+    }
+
+    /// A user-role message as the model gets it, and what the person said when that differs:
+    /// the engine adds the output of their `!cmd`s to their message, and (for models without
+    /// tools) sends block results as a message they did not write at all (`Some("")`).
+    pub fn user_message(&self, message: &Message, said: Option<&str>) {
+        let _ = self
+            .tx
+            .send(Write::Message(message.clone(), said.map(str::to_string)));
     }
 
     pub fn event(&self, event: &Event) {
@@ -168,7 +201,7 @@ impl Writer {
     fn write(&mut self, write: Write) {
         // A failed write must not end the session; the next one tries again.
         let _ = match write {
-            Write::Message(m) => self.message(&m),
+            Write::Message(m, said) => self.message(&m, said.as_deref()),
             Write::Event(e) => self.event(&e),
             Write::Truncate(n) => self.truncate(n),
             Write::Flush(_) => Ok(()),
@@ -203,18 +236,19 @@ impl Writer {
         Ok(())
     }
 
-    fn message(&mut self, m: &Message) -> rusqlite::Result<()> {
-        self.ensure_session(&m.content)?;
+    fn message(&mut self, m: &Message, said: Option<&str>) -> rusqlite::Result<()> {
+        self.ensure_session(said.unwrap_or(&m.content))?;
         let calls = serde_json::to_string(&m.tool_calls).unwrap_or_else(|_| "[]".into());
         self.store.conn().execute(
-            "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, created_at, said) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 self.id,
                 role_name(m),
                 self.redactor.clean(&m.content),
                 self.redactor.clean(&calls),
                 m.tool_call_id,
-                now_ms()
+                now_ms(),
+                said.map(|s| self.redactor.clean(s)),
             ],
         )?;
         self.store.conn().execute(
@@ -233,7 +267,22 @@ impl Writer {
                 (SELECT id FROM messages WHERE session_id = ?1 AND dropped = 0 ORDER BY id LIMIT ?2)",
             params![self.id, keep as i64],
         )?;
+        // Blocks after the last message kept go with the messages (all of them on /reset).
+        self.store.conn().execute(
+            "UPDATE blocks SET dropped = 1 WHERE session_id = ?1 AND dropped = 0 AND (
+                COALESCE(after_message, 0) > ?2 OR ?2 = 0)",
+            params![self.id, self.last_message()?],
+        )?;
         self.touch()
+    }
+
+    /// The id of the session's last message still in the conversation (0: none).
+    fn last_message(&self) -> rusqlite::Result<i64> {
+        self.store.conn().query_row(
+            "SELECT COALESCE(max(id), 0) FROM messages WHERE session_id = ?1 AND dropped = 0",
+            [&self.id],
+            |r| r.get(0),
+        )
     }
 
     fn event(&mut self, event: &Event) -> rusqlite::Result<()> {
@@ -255,13 +304,13 @@ impl Writer {
                     .language
                     .map_or(block.language_tag.as_str(), |l| l.name());
                 self.store.conn().execute(
-                    "INSERT OR IGNORE INTO blocks (session_id, block_id, language, proposed_code, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![self.id, block.id as i64, language, self.redactor.clean(&block.code), now_ms()],
+                    "INSERT OR IGNORE INTO blocks (session_id, block_id, language, proposed_code, created_at, after_message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![self.id, block.id as i64, language, self.redactor.clean(&block.code), now_ms(), self.last_message()?],
                 )?;
             }
             Event::BlockSkipped { block_id, reason } => {
                 conn.execute(
-                    "UPDATE blocks SET decision = 'skipped', status = 'skipped', output = ?3, finished_at = ?4 WHERE session_id = ?1 AND block_id = ?2",
+                    "UPDATE blocks SET decision = 'skipped', status = 'skipped', skip_reason = ?3, finished_at = ?4 WHERE session_id = ?1 AND block_id = ?2",
                     params![self.id, *block_id as i64, reason.as_deref().map(|r| self.redactor.clean(r)), now_ms()],
                 )?;
                 conn.execute(
@@ -285,14 +334,19 @@ impl Writer {
                 if updated == 0 {
                     // A command the person ran (`!cmd`).
                     conn.execute(
-                        "INSERT INTO blocks (session_id, block_id, language, proposed_code, decision, created_at) VALUES (?1, ?2, ?3, ?4, 'user', ?5)",
-                        params![self.id, *block_id as i64, language.name(), code, now_ms()],
+                        "INSERT INTO blocks (session_id, block_id, language, proposed_code, decision, created_at, after_message) VALUES (?1, ?2, ?3, ?4, 'user', ?5, ?6)",
+                        params![self.id, *block_id as i64, language.name(), code, now_ms(), self.last_message()?],
                     )?;
                 }
             }
             Event::ExecFinished { block_id, result } => {
+                let notes: Vec<String> = result
+                    .notes
+                    .iter()
+                    .map(|n| self.redactor.clean(n))
+                    .collect();
                 conn.execute(
-                    "UPDATE blocks SET status = ?3, exit_code = ?4, signal = ?5, duration_ms = ?6, output = ?7, finished_at = ?8 WHERE session_id = ?1 AND block_id = ?2",
+                    "UPDATE blocks SET status = ?3, exit_code = ?4, signal = ?5, duration_ms = ?6, output = ?7, finished_at = ?8, tail = ?9, notes = ?10, state_lost = ?11 WHERE session_id = ?1 AND block_id = ?2",
                     params![
                         self.id,
                         *block_id as i64,
@@ -301,7 +355,10 @@ impl Writer {
                         result.signal,
                         result.duration.as_millis() as i64,
                         self.redactor.clean(&result.for_model()),
-                        now_ms()
+                        now_ms(),
+                        self.redactor.clean(&result.output),
+                        serde_json::to_string(&notes).unwrap_or_else(|_| "[]".into()),
+                        result.state_lost,
                     ],
                 )?;
                 conn.execute(

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// The schema this oi-tui writes.
-pub const CURRENT: i64 = 2;
+pub const CURRENT: i64 = 3;
 
 /// Version 1: sessions, messages, blocks, and events (errors and interrupts).
 const V1: &str = "
@@ -94,7 +94,26 @@ CREATE TRIGGER sessions_search_delete AFTER DELETE ON sessions BEGIN
 END;
 ";
 
-const MIGRATIONS: [&str; 2] = [V1, V2];
+/// Version 3: what a resumed session needs to show each block as it was: the reason it was
+/// skipped, the output tail as shown (without the status line the model got), the notes, a
+/// lost kernel, the message it followed, and whether /undo or /reset dropped it; and what the
+/// person said in a message to which the engine added the output of their `!cmd`s.
+const V3: &str = "
+ALTER TABLE messages ADD COLUMN said TEXT;
+ALTER TABLE blocks ADD COLUMN skip_reason TEXT;
+ALTER TABLE blocks ADD COLUMN tail TEXT;
+ALTER TABLE blocks ADD COLUMN notes TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE blocks ADD COLUMN state_lost INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE blocks ADD COLUMN after_message INTEGER;
+ALTER TABLE blocks ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0;
+UPDATE blocks SET skip_reason = output, output = NULL WHERE decision = 'skipped';
+UPDATE blocks SET after_message = (
+    SELECT max(m.id) FROM messages m
+    WHERE m.session_id = blocks.session_id AND m.created_at <= blocks.created_at
+);
+";
+
+const MIGRATIONS: [&str; 3] = [V1, V2, V3];
 
 /// The store's schema version: 0 for an empty database. Fails on a file that is not a
 /// database, or a database that is not an oi-tui store.
@@ -150,4 +169,11 @@ pub fn migrate(conn: &Connection, from: i64) -> Result<(), rusqlite::Error> {
 /// The version-1 schema alone, for tests of the migration from it.
 pub fn create_v1_only(conn: &Connection) -> Result<(), rusqlite::Error> {
     conn.execute_batch(&format!("{V1}\nUPDATE schema_version SET version = 1;"))
+}
+
+/// The version-2 schema alone, for tests of the migration from it.
+pub fn create_v2_only(conn: &Connection) -> Result<(), rusqlite::Error> {
+    conn.execute_batch(&format!(
+        "{V1}\n{V2}\nUPDATE schema_version SET version = 2;"
+    ))
 }

@@ -317,6 +317,7 @@ impl App {
                 self.approval = approval;
                 self.cwd = cwd;
             }
+            Event::UserMessage { text } => self.chat.push(Entry::User(text)),
             Event::RequestStarted { .. } => {
                 self.in_turn = true;
                 self.busy = Busy::Thinking(Instant::now());
@@ -605,7 +606,7 @@ impl App {
     }
 
     /// Starts over on a resumed session: the earlier conversation shown, the rest cleared.
-    pub fn resumed(&mut self, messages: &[crate::llm::Message], notice: String) {
+    pub fn resumed(&mut self, events: &[Event], notice: String) {
         self.chat.clear();
         self.pending = None;
         self.busy = Busy::Idle;
@@ -613,24 +614,32 @@ impl App {
         self.shown_block = None;
         self.streaming.clear();
         self.setup = None;
-        self.show_history(messages);
+        self.proposed.clear();
+        self.terminal = vt100::Parser::new(
+            self.terminal.screen().size().0,
+            self.terminal.screen().size().1,
+            SCROLLBACK,
+        );
+        self.show_history(events);
         self.chat.push(Entry::Notice(notice));
     }
 
-    /// Shows an earlier conversation (a resumed session) in the chat.
-    pub fn show_history(&mut self, messages: &[crate::llm::Message]) {
-        for m in messages {
-            match m.role {
-                crate::llm::Role::User => self.chat.push(Entry::User(m.content.clone())),
-                crate::llm::Role::Assistant if !m.content.trim().is_empty() => {
-                    self.chat.push(Entry::Assistant(m.content.clone()))
-                }
-                _ => {}
-            }
+    /// Shows an earlier conversation (a resumed session, replayed by the store as events)
+    /// through the normal event path: messages, blocks with their decision, output and
+    /// status. Nothing runs; afterwards the workbench is idle.
+    pub fn show_history(&mut self, events: &[Event]) {
+        for event in events {
+            self.engine(event.clone());
         }
+        self.pending = None;
+        self.busy = Busy::Idle;
+        self.in_turn = false;
+        self.chat_scroll = 0;
+        self.tab = Focus::Chat;
     }
 
-    /// The Markdown transcript of the conversation (for `/export`).
+    /// The Markdown transcript of what the chat shows: what `/export` writes when the
+    /// session cannot be read from the store (which otherwise writes the complete one).
     pub fn transcript(&self) -> String {
         let mut out = String::from("# oi-tui session\n\n");
         for entry in &self.chat.entries {
@@ -645,9 +654,11 @@ impl App {
                     ..
                 } => {
                     let code = self.proposed.get(id).map_or("", |b| b.code.as_str());
+                    let line = format!("block {id} · {} · {detail}", state.label());
                     out.push_str(&format!(
-                        "```{language}\n{code}\n```\n\n*block #{id}: {} {detail}*\n\n",
-                        state.label()
+                        "{}\n\n{}\n\n",
+                        crate::store::fence(language, code),
+                        crate::store::emphasis(line.trim_end_matches([' ', '·']))
                     ));
                 }
                 Entry::Notice(t) => out.push_str(&format!("> {t}\n\n")),

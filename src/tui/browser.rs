@@ -1,6 +1,8 @@
 //! The session browser (Ctrl-O, /sessions, `--sessions`): sessions newest first, typing
-//! searches (FTS), a preview of the selected one, Enter opens it read-only, `r` resumes,
-//! `x` exports Markdown, `d` deletes (after asking), `R` renames.
+//! searches (FTS; Ctrl-U clears it), a preview of the selected one (at the first match, with
+//! the matches highlighted), Enter opens it read-only at the first match, `r` resumes, `x`
+//! exports Markdown, `d` deletes (after asking), `R` renames. Renaming and deleting keep the
+//! selection where it was (on the renamed session; on the next one after a delete).
 //!
 //! The store is read on a worker thread of its own; requests go out, replies come back as
 //! messages, so the UI task never waits on the disk.
@@ -159,6 +161,12 @@ pub struct Browser {
     pub message: Option<String>,
     /// A page is on its way (so that scrolling does not ask twice).
     pub loading: bool,
+    /// After a rename or delete, the selection to keep when the list comes back: the
+    /// session's id, and its place (for when it is gone).
+    pub keep: Option<(Option<String>, usize)>,
+    /// The size (columns, rows) of the text when a session is read full-size (set as it is
+    /// drawn), so that Enter can open it at the first match.
+    pub reading_size: std::cell::Cell<(u16, u16)>,
 }
 
 impl Browser {
@@ -173,6 +181,8 @@ impl Browser {
             mode: Mode::List,
             message: None,
             loading: true,
+            keep: None,
+            reading_size: std::cell::Cell::new((78, 20)),
         };
         browser.send(Request::Rows {
             query: String::new(),
@@ -187,6 +197,12 @@ impl Browser {
 
     pub fn selected_id(&self) -> Option<String> {
         self.rows.get(self.selected).map(|r| r.session.id.clone())
+    }
+
+    /// Ctrl-U: the search is cleared, and the list is every session again.
+    pub fn clear_search(&mut self) {
+        self.query.clear();
+        self.search();
     }
 
     pub fn search(&mut self) {
@@ -236,8 +252,20 @@ impl Browser {
                 self.total = total;
                 if offset == 0 {
                     self.rows = rows;
-                    self.selected = 0;
-                    self.preview = None;
+                    self.selected = match self.keep.take() {
+                        Some((id, at)) => id
+                            .and_then(|id| self.rows.iter().position(|r| r.session.id == id))
+                            .unwrap_or(at),
+                        None => 0,
+                    };
+                    self.selected = self.selected.min(self.rows.len().saturating_sub(1));
+                    if self
+                        .preview
+                        .as_ref()
+                        .is_some_and(|p| Some(&p.session.id) != self.selected_id().as_ref())
+                    {
+                        self.preview = None;
+                    }
                 } else if offset == self.rows.len() {
                     self.rows.extend(rows);
                 }
@@ -250,6 +278,9 @@ impl Browser {
             }
             Reply::Done(message) => {
                 self.message = Some(message);
+                self.keep = Some((self.selected_id(), self.selected));
+                // The preview of a renamed session is read again (its title changed).
+                self.preview = None;
                 self.search();
             }
             Reply::Failed(message) => {

@@ -1,5 +1,6 @@
 //! The session browser's keys. In the list, `/` (or any letter that is not an action key)
-//! starts typing a search, which Enter ends; Up/Down/PgUp/PgDn move; Enter reads the session;
+//! starts typing a search, which Enter ends and Ctrl-U clears; Up/Down/PgUp/PgDn move; Enter
+//! reads the session (at the first match of the search);
 //! `r` resumes it, `x` exports it as Markdown, `d` deletes it (after asking), `R` renames it;
 //! Esc closes.
 
@@ -14,6 +15,13 @@ impl App {
         let cwd = self.cwd.clone();
         let browser = self.browser.as_mut()?;
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl
+            && key.code == KeyCode::Char('u')
+            && matches!(browser.mode, Mode::List | Mode::Searching)
+        {
+            browser.clear_search();
+            return Some(Vec::new());
+        }
         match browser.mode.clone() {
             Mode::ConfirmDelete => {
                 browser.mode = Mode::List;
@@ -84,7 +92,17 @@ impl App {
                 KeyCode::PageDown => browser.select(browser.selected + 20),
                 KeyCode::Home => browser.select(0),
                 KeyCode::End => browser.select(browser.rows.len().saturating_sub(1)),
-                KeyCode::Enter if browser.preview.is_some() => browser.mode = Mode::Viewing(0),
+                KeyCode::Enter => {
+                    if let Some(preview) = &browser.preview {
+                        let scroll = super::browser_view::match_scroll(
+                            &self.theme,
+                            preview,
+                            &browser.query,
+                            browser.reading_size.get(),
+                        );
+                        browser.mode = Mode::Viewing(scroll);
+                    }
+                }
                 KeyCode::Backspace => {
                     browser.query.pop();
                     browser.search();

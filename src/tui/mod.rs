@@ -63,14 +63,14 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
             return 1;
         }
     };
-    let resumed = match crate::sessions::attach(&mut config, &settings, resume) {
+    let resumed = match crate::sessions::attach_resumed(&mut config, &settings, resume) {
         Ok(notice) => notice,
         Err(message) => {
             eprintln!("oi-tui: {message}");
             return 1;
         }
     };
-    let earlier = config.history.clone();
+    let recorder = config.recorder.clone();
     let handle = match engine::spawn(config) {
         Ok(handle) => handle,
         Err(e) => {
@@ -89,9 +89,9 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
     app.keymap = keymap;
     app.setup = setup;
     app.open_browser_at_start = browse;
-    if let Some(notice) = resumed {
-        app.show_history(&earlier);
-        app.chat.push(chat::Entry::Notice(notice));
+    if let Some(resumed) = resumed {
+        app.show_history(&resumed.events);
+        app.chat.push(chat::Entry::Notice(resumed.notice));
         app.setup = None;
     }
     if let Err(e) = enter_terminal() {
@@ -100,7 +100,7 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
         return 1;
     }
     shutdown::on_exit_restore_terminal(restore_terminal);
-    let status = match event_loop(&mut app, handle, &settings, demo_mode).await {
+    let status = match event_loop(&mut app, handle, recorder, &settings, demo_mode).await {
         Ok(()) => 0,
         Err(e) => {
             restore_terminal();
@@ -190,6 +190,7 @@ pub fn restore_terminal() {
 async fn event_loop(
     app: &mut App,
     handle: engine::EngineHandle,
+    recorder: Option<std::sync::Arc<crate::store::Recorder>>,
     settings: &Settings,
     demo_mode: bool,
 ) -> std::io::Result<()> {
@@ -211,18 +212,24 @@ async fn event_loop(
     let mut engine_alive = true;
     let mut quit = false;
     let mut resume: Option<String> = None;
+    // Where `/export` reads the complete session from.
+    let mut session = Session {
+        recorder,
+        data_dir: settings.data_dir.clone(),
+    };
     while !quit {
         if let Some(id) = resume.take() {
             // A new engine on the saved conversation; the old one stops.
             let _ = ops.send(Op::Shutdown);
             let _ = tokio::time::timeout(Duration::from_secs(3), &mut task).await;
             match restart(settings, demo_mode, &id).await {
-                Ok((handle, messages, notice)) => {
+                Ok((handle, recorder, replay, notice)) => {
                     ops = handle.ops;
                     events = handle.events;
                     task = handle.task;
                     engine_alive = true;
-                    app.resumed(&messages, notice);
+                    session.recorder = recorder;
+                    app.resumed(&replay, notice);
                 }
                 Err(message) => app
                     .update(Msg::Engine(crate::protocol::Event::Error {
@@ -239,7 +246,7 @@ async fn event_loop(
             let areas = view::layout(area, app);
             if let Some((rows, cols)) = view::terminal_inner(&areas) {
                 for effect in app.resize_terminal(rows, cols) {
-                    quit |= apply(effect, &ops, &ui_tx, &mut resume);
+                    quit |= apply(effect, &ops, &ui_tx, &mut resume, &session);
                 }
             }
             app.pane_areas = [
@@ -284,7 +291,7 @@ async fn event_loop(
         };
         if let Some(msg) = msg {
             for effect in app.update(msg) {
-                quit |= apply(effect, &ops, &ui_tx, &mut resume);
+                quit |= apply(effect, &ops, &ui_tx, &mut resume, &session);
             }
             dirty = true;
             // Take what else the engine has ready, so that a burst of output is one frame.
@@ -293,7 +300,7 @@ async fn event_loop(
                     break;
                 };
                 for effect in app.update(Msg::Engine(event)) {
-                    quit |= apply(effect, &ops, &ui_tx, &mut resume);
+                    quit |= apply(effect, &ops, &ui_tx, &mut resume, &session);
                 }
             }
         }
@@ -303,26 +310,71 @@ async fn event_loop(
     Ok(())
 }
 
+/// The session being recorded, for `/export`.
+struct Session {
+    recorder: Option<std::sync::Arc<crate::store::Recorder>>,
+    data_dir: std::path::PathBuf,
+}
+
+/// What `restart` hands back: the new engine, its recorder, the saved session as events to
+/// show, and the notice.
+type Restarted = (
+    engine::EngineHandle,
+    Option<std::sync::Arc<crate::store::Recorder>>,
+    Vec<crate::protocol::Event>,
+    String,
+);
+
 /// An engine for a saved session: the same settings, the session's conversation.
-async fn restart(
-    settings: &Settings,
-    demo_mode: bool,
-    id: &str,
-) -> Result<(engine::EngineHandle, Vec<crate::llm::Message>, String), String> {
+async fn restart(settings: &Settings, demo_mode: bool, id: &str) -> Result<Restarted, String> {
     let (config, _) = engine_config(settings, demo_mode).await?;
     // The store is read off the UI task.
     let (settings, id) = (settings.clone(), id.to_string());
-    let (config, notice) = tokio::task::spawn_blocking(move || {
+    let (config, resumed) = tokio::task::spawn_blocking(move || {
         let mut config = config;
-        let notice = crate::sessions::attach(&mut config, &settings, Some(&id))?
-            .unwrap_or_else(|| format!("Resumed session {id}."));
-        Ok::<_, String>((config, notice))
+        let resumed = crate::sessions::attach_resumed(&mut config, &settings, Some(&id))?;
+        Ok::<_, String>((config, resumed))
     })
     .await
     .map_err(|e| format!("resuming failed: {e}"))??;
-    let messages = config.history.clone();
+    let (replay, notice) = match resumed {
+        Some(r) => (r.events, r.notice),
+        None => (Vec::new(), String::from("Resumed the session.")),
+    };
+    let recorder = config.recorder.clone();
     let handle = engine::spawn(config).map_err(|e| e.to_string())?;
-    Ok((handle, messages, notice))
+    Ok((handle, recorder, replay, notice))
+}
+
+/// `/export`: the complete session as the store has it (the same Markdown as `oi-tui
+/// sessions export`); the chat's own transcript when the store cannot be read, so that
+/// nothing is lost. Returns the sentence for the person.
+fn export(
+    from: (
+        Option<std::sync::Arc<crate::store::Recorder>>,
+        std::path::PathBuf,
+    ),
+    path: &std::path::Path,
+    fallback: String,
+) -> String {
+    let (recorder, data_dir) = from;
+    let from_store = recorder.as_ref().map(|recorder| {
+        recorder.flush();
+        crate::store::Store::open(&data_dir)
+            .and_then(|store| store.export(recorder.session_id()))
+            .map(|e| e.markdown())
+    });
+    let text = match from_store {
+        Some(Ok(text)) => text,
+        Some(Err(crate::store::StoreError::NotFound(_))) => {
+            return "nothing to export yet: the session is kept once you send a message or a !command".to_string();
+        }
+        Some(Err(_)) | None => fallback,
+    };
+    match std::fs::write(path, text) {
+        Ok(()) => format!("exported the conversation to {}", path.display()),
+        Err(e) => format!("cannot write {}: {e}", path.display()),
+    }
 }
 
 /// Carries out an effect; returns true to quit.
@@ -331,6 +383,7 @@ fn apply(
     ops: &tokio::sync::mpsc::UnboundedSender<Op>,
     ui: &tokio::sync::mpsc::UnboundedSender<Msg>,
     resume: &mut Option<String>,
+    session: &Session,
 ) -> bool {
     match effect {
         Effect::Op(op) => {
@@ -353,11 +406,9 @@ fn apply(
         }
         Effect::Export(path, text) => {
             let ui = ui.clone();
+            let from = (session.recorder.clone(), session.data_dir.clone());
             tokio::task::spawn_blocking(move || {
-                let message = match std::fs::write(&path, text) {
-                    Ok(()) => format!("exported the conversation to {}", path.display()),
-                    Err(e) => format!("cannot write {}: {e}", path.display()),
-                };
+                let message = export(from, &path, text);
                 let _ = ui.send(Msg::Engine(crate::protocol::Event::Notice { message }));
             });
             false

@@ -1,10 +1,13 @@
 mod cli;
+mod engine_items;
 mod engine_ops;
 mod headless;
 mod kernels;
 mod kernels_control;
 mod model_server;
 mod sessions;
+mod sessions_browser;
+mod sessions_resume;
 mod support;
 mod tmux;
 mod tui_e2e;

@@ -1,0 +1,245 @@
+//! Small engine promises: `/reset` starts the `--demo` tour from the beginning, and the
+//! notice that auto-run is on comes before the block it was turned on for runs (on the
+//! event stream and in the store).
+
+use std::time::Duration;
+
+use oi_tui::engine::{self, Approval, EngineConfig, EngineHandle};
+use oi_tui::exec::KernelConfig;
+use oi_tui::llm::{ModelSpec, ProviderConfig, RetryPolicy};
+use oi_tui::protocol::{Decision, Event, Op};
+
+use super::model_server::{ModelServer, Reply};
+
+fn config(spec: &str, base: String, dir: &std::path::Path) -> EngineConfig {
+    EngineConfig {
+        provider: Some(ProviderConfig {
+            spec: ModelSpec::parse(spec).unwrap(),
+            api_base: base,
+            api_key: None,
+            connect_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(30),
+            retry: RetryPolicy::default(),
+        }),
+        tools: true,
+        approval: Approval::Ask,
+        system_message: None,
+        custom_instructions: None,
+        context_window: 32_768,
+        context_window_set: false,
+        max_tokens: None,
+        temperature: None,
+        max_turns: 10,
+        block_timeout: Some(Duration::from_secs(30)),
+        stdin_eof: true,
+        kernels: KernelConfig {
+            cwd: dir.to_path_buf(),
+            ..KernelConfig::default()
+        },
+        data_dir: Some(dir.join("data")),
+        recorder: None,
+        history: Vec::new(),
+    }
+}
+
+async fn next(handle: &mut EngineHandle) -> Event {
+    tokio::time::timeout(Duration::from_secs(30), handle.events.recv())
+        .await
+        .expect("an event in time")
+        .expect("the engine runs")
+}
+
+async fn until(handle: &mut EngineHandle, pick: impl Fn(&Event) -> bool) -> Event {
+    loop {
+        let event = next(handle).await;
+        if pick(&event) {
+            return event;
+        }
+    }
+}
+
+fn proposed_code(e: &Event) -> Option<String> {
+    match e {
+        Event::BlockProposed { block, .. } => Some(block.code.clone()),
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_starts_the_demo_from_the_beginning() {
+    let base = oi_tui::demo::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = engine::spawn(config("openai/demo", base, dir.path())).unwrap();
+    let say =
+        |h: &EngineHandle, text: &str| h.ops.send(Op::UserMessage { text: text.into() }).unwrap();
+    say(&h, "hi");
+    let first = proposed_code(&until(&mut h, |e| proposed_code(e).is_some()).await).unwrap();
+    assert!(first.contains("platform"), "{first}");
+    let id = |e: &Event| match e {
+        Event::ApprovalNeeded { block_id } => Some(*block_id),
+        _ => None,
+    };
+    let block = id(&until(&mut h, |e| id(e).is_some()).await).unwrap();
+    h.ops
+        .send(Op::Decision {
+            block_id: block,
+            decision: Decision::Skip { reason: None },
+        })
+        .unwrap();
+    let second = proposed_code(&until(&mut h, |e| proposed_code(e).is_some()).await).unwrap();
+    assert!(second.contains("working in"), "the tour goes on: {second}");
+    let block = id(&until(&mut h, |e| id(e).is_some()).await).unwrap();
+    h.ops
+        .send(Op::Decision {
+            block_id: block,
+            decision: Decision::Abort,
+        })
+        .unwrap();
+    until(&mut h, |e| matches!(e, Event::TurnFinished { .. })).await;
+
+    h.ops.send(Op::Reset).unwrap();
+    until(&mut h, |e| matches!(e, Event::HistoryChanged { .. })).await;
+    say(&h, "again");
+    let again = proposed_code(&until(&mut h, |e| proposed_code(e).is_some()).await).unwrap();
+    assert_eq!(again, first, "after /reset the tour starts over");
+    let _ = h.ops.send(Op::Shutdown);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_auto_run_notice_comes_before_the_block_runs() {
+    let server = ModelServer::start(vec![
+        Reply::tool("shell", "echo first-block").and_tool("shell", "echo second-block"),
+        Reply::text("done"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config("openai/scripted", server.base("openai"), dir.path());
+    let store = oi_tui::store::Store::open(&dir.path().join("sessions")).unwrap();
+    let recorder = std::sync::Arc::new(oi_tui::store::Recorder::start(
+        store,
+        None,
+        oi_tui::store::Redactor::default(),
+    ));
+    cfg.recorder = Some(recorder.clone());
+    let mut h = engine::spawn(cfg).unwrap();
+    h.ops
+        .send(Op::UserMessage {
+            text: "two blocks".into(),
+        })
+        .unwrap();
+    let mut events = Vec::new();
+    loop {
+        let event = next(&mut h).await;
+        if let Event::ApprovalNeeded { block_id } = event {
+            h.ops
+                .send(Op::Decision {
+                    block_id,
+                    decision: Decision::RunAlways { code: None },
+                })
+                .unwrap();
+        }
+        let end = matches!(event, Event::TurnFinished { .. });
+        events.push(event);
+        if end {
+            break;
+        }
+    }
+    let notice = events
+        .iter()
+        .position(
+            |e| matches!(e, Event::Notice { message } if message.starts_with("Auto-run is on")),
+        )
+        .expect("the notice");
+    let started = events
+        .iter()
+        .position(|e| matches!(e, Event::ExecStarted { block_id: 1, .. }))
+        .expect("the first block ran");
+    let finished = events
+        .iter()
+        .position(|e| matches!(e, Event::ExecFinished { block_id: 1, .. }))
+        .expect("the first block ended");
+    assert!(notice < started && started < finished, "{events:?}");
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::ApprovalNeeded { .. }))
+            .count(),
+        1,
+        "the second block ran without asking"
+    );
+    let _ = h.ops.send(Op::Shutdown);
+    recorder.flush();
+    let store = oi_tui::store::Store::open(&dir.path().join("sessions")).unwrap();
+    let id = recorder.session_id().to_string();
+    let exported = store.export(&id).unwrap();
+    assert!(
+        exported
+            .events
+            .iter()
+            .any(|e| e.message.starts_with("Auto-run is on"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_chat_shows_what_the_person_said_not_what_the_engine_added() {
+    let server = ModelServer::start(vec![
+        Reply::text("You ran echo.\n\n```sh\necho fenced-block\n```"),
+        Reply::text("All done."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config("openai/scripted", server.base("openai"), dir.path());
+    cfg.tools = false;
+    cfg.approval = Approval::Auto;
+    let data = dir.path().join("sessions");
+    let recorder = std::sync::Arc::new(oi_tui::store::Recorder::start(
+        oi_tui::store::Store::open(&data).unwrap(),
+        None,
+        oi_tui::store::Redactor::default(),
+    ));
+    cfg.recorder = Some(recorder.clone());
+    let mut h = engine::spawn(cfg).unwrap();
+    h.ops
+        .send(Op::Shell {
+            command: "echo ctx-$((3 + 4))".into(),
+        })
+        .unwrap();
+    until(&mut h, |e| matches!(e, Event::ExecFinished { .. })).await;
+    h.ops
+        .send(Op::UserMessage {
+            text: "what did I run?".into(),
+        })
+        .unwrap();
+    until(&mut h, |e| matches!(e, Event::TurnFinished { .. })).await;
+    let _ = h.ops.send(Op::Shutdown);
+    recorder.flush();
+    // The model got the context; the person's words are kept apart.
+    assert!(server.chats()[0].all_text().contains("ctx-7"));
+    let store = oi_tui::store::Store::open(&data).unwrap();
+    let events = store.replay(recorder.session_id()).unwrap();
+    let said: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::UserMessage { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, ["what did I run?"], "{events:?}");
+    let first_run = events
+        .iter()
+        .position(|e| matches!(e, Event::ExecStarted { code, .. } if code.contains("ctx-")))
+        .unwrap();
+    let message = events
+        .iter()
+        .position(|e| matches!(e, Event::UserMessage { .. }))
+        .unwrap();
+    assert!(
+        first_run < message,
+        "the !cmd shows before the message: {events:?}"
+    );
+    assert!(events.iter().any(
+        |e| matches!(e, Event::ExecOutput { data, .. } if String::from_utf8_lossy(data).contains("fenced-block"))
+    ));
+    let session = store.session(recorder.session_id()).unwrap();
+    assert_eq!(session.title, "!echo ctx-$((3 + 4))");
+}

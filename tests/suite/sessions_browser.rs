@@ -1,0 +1,286 @@
+//! The session browser as a reducer and as drawn: rename and delete keep the selection,
+//! Ctrl-U clears the search, rows are shortened at a word with `…`, and Enter opens a
+//! session at the first match of the search, highlighted.
+
+use std::sync::mpsc;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+
+use oi_tui::llm::Message;
+use oi_tui::store::{Recorder, Redactor, SessionRow, Store};
+use oi_tui::tui::app::{App, Msg};
+use oi_tui::tui::browser::{Mode, Reply, Request, Row};
+use oi_tui::tui::theme::{Depth, Theme};
+use oi_tui::tui::view;
+
+fn key(code: KeyCode) -> Msg {
+    Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+fn row(id: &str, title: &str) -> Row {
+    Row {
+        session: SessionRow {
+            id: id.into(),
+            title: title.into(),
+            created_at: 1_764_000_000_000,
+            updated_at: 1_764_000_000_000,
+            model: "openai/a-rather-long-model-name".into(),
+            cwd: "/home/ada/projects/the-long-project".into(),
+            messages: 4,
+            blocks_run: 1,
+            blocks_skipped: 12,
+        },
+        snippet: None,
+    }
+}
+
+fn rows(query: &str, rows: Vec<Row>) -> Msg {
+    let total = rows.len() as i64;
+    Msg::Browser(Reply::Rows {
+        query: query.into(),
+        offset: 0,
+        rows,
+        total,
+    })
+}
+
+/// A workbench with the browser open on three sessions; the requests it sends.
+fn browsing() -> (App, mpsc::Receiver<Request>) {
+    let mut app = App::new(Theme::load("dark", Depth::None).unwrap());
+    let (tx, rx) = mpsc::channel();
+    app.browser_requests = Some(tx);
+    app.open_browser();
+    app.update(rows(
+        "",
+        vec![row("s1", "first"), row("s2", "second"), row("s3", "third")],
+    ));
+    (app, rx)
+}
+
+fn drain(rx: &mpsc::Receiver<Request>) -> Vec<Request> {
+    rx.try_iter().collect()
+}
+
+fn selected(app: &App) -> Option<String> {
+    app.browser.as_ref().and_then(|b| b.selected_id())
+}
+
+#[test]
+fn renaming_keeps_the_selection_on_the_renamed_session() {
+    let (mut app, rx) = browsing();
+    app.update(key(KeyCode::Down));
+    assert_eq!(selected(&app).as_deref(), Some("s2"));
+    app.update(key(KeyCode::Char('R')));
+    app.update(key(KeyCode::Char('!')));
+    app.update(key(KeyCode::Enter));
+    assert!(
+        drain(&rx).iter().any(
+            |r| matches!(r, Request::Rename { id, title } if id == "s2" && title == "second!")
+        )
+    );
+    app.update(Msg::Browser(Reply::Done("renamed session s2".into())));
+    // The list comes back (the renamed one moved to the top, as a newer one would).
+    app.update(rows(
+        "",
+        vec![row("s2", "second!"), row("s1", "first"), row("s3", "third")],
+    ));
+    assert_eq!(selected(&app).as_deref(), Some("s2"));
+    assert_eq!(app.browser.as_ref().unwrap().selected, 0);
+}
+
+#[test]
+fn deleting_keeps_the_selection_in_its_place() {
+    let (mut app, rx) = browsing();
+    app.update(key(KeyCode::Down));
+    app.update(key(KeyCode::Char('d')));
+    app.update(key(KeyCode::Char('y')));
+    assert!(
+        drain(&rx)
+            .iter()
+            .any(|r| matches!(r, Request::Delete { id } if id == "s2"))
+    );
+    app.update(Msg::Browser(Reply::Done("deleted session s2".into())));
+    app.update(rows("", vec![row("s1", "first"), row("s3", "third")]));
+    assert_eq!(
+        selected(&app).as_deref(),
+        Some("s3"),
+        "the next one, not the top"
+    );
+    // Deleting the last row selects the one before it.
+    app.update(key(KeyCode::Char('d')));
+    app.update(key(KeyCode::Char('y')));
+    app.update(Msg::Browser(Reply::Done("deleted session s3".into())));
+    app.update(rows("", vec![row("s1", "first")]));
+    assert_eq!(selected(&app).as_deref(), Some("s1"));
+}
+
+#[test]
+fn ctrl_u_clears_the_search() {
+    let (mut app, rx) = browsing();
+    for c in "giraffe".chars() {
+        app.update(key(KeyCode::Char(c)));
+    }
+    assert_eq!(app.browser.as_ref().unwrap().query, "giraffe");
+    drain(&rx);
+    app.update(Msg::Key(KeyEvent::new(
+        KeyCode::Char('u'),
+        KeyModifiers::CONTROL,
+    )));
+    let browser = app.browser.as_ref().unwrap();
+    assert_eq!(browser.query, "");
+    assert!(
+        drain(&rx)
+            .iter()
+            .any(|r| matches!(r, Request::Rows { query, offset: 0 } if query.is_empty())),
+        "the whole list is asked for again"
+    );
+    // In the list (after Enter ended the typing) too.
+    for c in "zebra".chars() {
+        app.update(key(KeyCode::Char(c)));
+    }
+    app.update(key(KeyCode::Enter));
+    assert_eq!(app.browser.as_ref().unwrap().mode, Mode::List);
+    app.update(Msg::Key(KeyEvent::new(
+        KeyCode::Char('u'),
+        KeyModifiers::CONTROL,
+    )));
+    assert_eq!(app.browser.as_ref().unwrap().query, "");
+}
+
+fn draw(app: &App, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    let areas = view::layout(Rect::new(0, 0, width, height), app);
+    terminal.draw(|f| view::draw(f, app, &areas)).unwrap();
+    terminal
+}
+
+fn text(terminal: &Terminal<TestBackend>) -> String {
+    let buffer = terminal.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buffer.area.height {
+        for x in 0..buffer.area.width {
+            out.push_str(buffer[(x, y)].symbol());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn rows_are_shortened_at_a_word_with_an_ellipsis() {
+    let (mut app, _rx) = browsing();
+    app.update(rows(
+        "",
+        vec![row(
+            "s1",
+            "plot the monthly sales figures by region and product line",
+        )],
+    ));
+    let detail_words = [
+        "openai/a-rather-long-model-name",
+        "·",
+        "/home/ada/projects/the-long-project",
+        "ran",
+        "1",
+        "skipped",
+        "12",
+        "…",
+    ];
+    let title_words = "plot the monthly sales figures by region and product line …";
+    for width in [60u16, 72, 80, 100, 130] {
+        let screen = text(&draw(&app, width, 24));
+        let list: Vec<&str> = screen
+            .lines()
+            .filter(|l| l.contains("openai/") || l.contains("plot the"))
+            .collect();
+        assert_eq!(list.len(), 2, "{width}:\n{screen}");
+        // The list pane's text: between its borders.
+        let inner = |line: &str| -> String {
+            let start = line.find('│').map_or(0, |i| i + '│'.len_utf8());
+            let rest = &line[start..];
+            let end = rest.find('│').unwrap_or(rest.len());
+            rest[..end].trim().to_string()
+        };
+        let title = inner(list[0]);
+        for word in title.split_whitespace().skip(2) {
+            assert!(
+                title_words.split(' ').any(|w| w == word),
+                "{width}: a cut word {word:?} in {title:?}"
+            );
+        }
+        let detail = inner(list[1]);
+        for word in detail.split_whitespace() {
+            assert!(
+                detail_words.contains(&word),
+                "{width}: a cut word {word:?} in {detail:?}"
+            );
+        }
+        assert!(!detail.ends_with('·'), "{width}: {detail:?}");
+        if !detail.ends_with("skipped 12") {
+            assert!(detail.ends_with(" …"), "{width}: {detail:?}");
+        }
+    }
+}
+
+#[test]
+fn enter_opens_a_session_at_the_first_match_highlighted() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Recorder::start(Store::open(dir.path()).unwrap(), None, Redactor::default());
+    r.message(&Message::user("a long conversation"));
+    for i in 0..40 {
+        r.message(&Message::assistant(
+            format!("filler answer number {i}"),
+            vec![],
+        ));
+    }
+    r.message(&Message::user("where is the zeppelin hangar?"));
+    r.message(&Message::assistant("Behind the hill.", vec![]));
+    r.flush();
+    let store = Store::open(dir.path()).unwrap();
+    let exported = store.export(r.session_id()).unwrap();
+    let id = exported.session.id.clone();
+
+    let (mut app, _rx) = browsing();
+    for c in "zeppelin".chars() {
+        app.update(key(KeyCode::Char(c)));
+    }
+    let mut hit = row(&id, "a long conversation");
+    hit.snippet = Some("message: where is the «zeppelin» hangar?".into());
+    app.update(rows("zeppelin", vec![hit]));
+    app.update(Msg::Browser(Reply::Preview(Box::new(exported))));
+    // The preview already shows the match.
+    let screen = text(&draw(&app, 120, 30));
+    assert!(screen.contains("where is the zeppelin hangar?"), "{screen}");
+    app.update(key(KeyCode::Enter)); // ends the typing
+    app.update(key(KeyCode::Enter)); // reads the session
+    let Some(Mode::Viewing(scroll)) = app.browser.as_ref().map(|b| b.mode.clone()) else {
+        panic!("reading the session");
+    };
+    assert!(scroll > 40, "opened at the match, not the top: {scroll}");
+    let terminal = draw(&app, 120, 30);
+    let screen = text(&terminal);
+    assert!(screen.contains("where is the zeppelin hangar?"), "{screen}");
+    assert!(
+        !screen.contains("a long conversation\n"),
+        "not at the top:\n{screen}"
+    );
+    // The match is highlighted.
+    let buffer = terminal.backend().buffer();
+    let (y, line) = screen
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("zeppelin hangar"))
+        .unwrap();
+    let x = line[..line.find("zeppelin").unwrap()].chars().count() as u16;
+    let cell = &buffer[(x, y as u16)];
+    assert!(
+        cell.modifier.contains(Modifier::REVERSED),
+        "the match is marked: {cell:?}"
+    );
+    let plain = &buffer[(x - 2, y as u16)];
+    assert!(!plain.modifier.contains(Modifier::REVERSED));
+}
