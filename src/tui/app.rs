@@ -500,7 +500,23 @@ impl App {
                     }
                 }
             }
-            Event::Notice { message } => self.chat.push(Entry::Notice(message)),
+            Event::Notice { message } => {
+                // A notice about a block that is about to run ("auto-run is on") goes above
+                // the block's line, which later shows its result.
+                let before_block = matches!(
+                    self.chat.entries.last(),
+                    Some(Entry::Block {
+                        state: BlockState::Proposed,
+                        ..
+                    })
+                );
+                if before_block {
+                    self.chat
+                        .insert(self.chat.entries.len() - 1, Entry::Notice(message));
+                } else {
+                    self.chat.push(Entry::Notice(message));
+                }
+            }
             Event::HistoryChanged { note, messages } => {
                 if messages == 0 {
                     self.chat.clear();
@@ -634,8 +650,11 @@ impl App {
         self.pending = None;
         self.busy = Busy::Idle;
         self.in_turn = false;
-        self.chat_scroll = 0;
+        self.chat.bottom();
         self.tab = Focus::Chat;
+        if self.focus == Focus::Code {
+            self.focus = Focus::Input;
+        }
     }
 
     /// The Markdown transcript of what the chat shows: what `/export` writes when the

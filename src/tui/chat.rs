@@ -101,6 +101,18 @@ impl Chat {
         self.cache.borrow_mut().push(None);
     }
 
+    /// Puts an entry at `i`, before the ones from there on.
+    pub fn insert(&mut self, i: usize, entry: Entry) {
+        let i = i.min(self.entries.len());
+        self.entries.insert(i, entry);
+        self.cache.borrow_mut().insert(i, None);
+        if let Some(s) = &mut self.selected
+            && *s >= i
+        {
+            *s += 1;
+        }
+    }
+
     pub fn clear(&mut self) {
         self.entries.clear();
         self.cache.borrow_mut().clear();

@@ -739,3 +739,28 @@ fn wide_characters_and_controls_render_safely() {
     assert!(text.contains("日本語"));
     assert!(!text.contains('\x1b') && !text.contains('\x07'));
 }
+
+#[test]
+fn the_auto_run_notice_shows_above_the_block_it_runs() {
+    let mut app = fresh();
+    propose(&mut app);
+    app.update(key(KeyCode::Char('a')));
+    app.update(key(KeyCode::Char('y')));
+    app.update(Msg::Engine(Event::Notice {
+        message: "auto-run is on for the rest of this session".into(),
+    }));
+    app.update(Msg::Engine(Event::ExecStarted {
+        block_id: 1,
+        language: Language::Python,
+        code: CODE.into(),
+        edited: false,
+    }));
+    app.update(Msg::Engine(Event::ExecFinished {
+        block_id: 1,
+        result: result(RunStatus::Success),
+    }));
+    let s = screen(&mut app, 160, 48);
+    let notice = s.find("auto-run is on").expect("the notice");
+    let block = s.find("python #1").expect("the block");
+    assert!(notice < block, "{s}");
+}
