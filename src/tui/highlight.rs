@@ -163,3 +163,67 @@ mod tests {
         assert_eq!(lines[2].spans.len(), 1, "a huge line is left plain");
     }
 }
+
+#[cfg(test)]
+mod sixteen_colours {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use ratatui::style::Color;
+
+    use super::*;
+    use crate::tui::theme::Theme;
+
+    fn grey(c: Color) -> bool {
+        matches!(
+            c,
+            Color::Black | Color::DarkGray | Color::Gray | Color::White
+        )
+    }
+
+    /// Clearly saturated: HSL saturation of at least 0.3.
+    fn saturated(r: u8, g: u8, b: u8) -> bool {
+        let max = r.max(g).max(b) as f32 / 255.0;
+        let min = r.min(g).min(b) as f32 / 255.0;
+        let l = (max + min) / 2.0;
+        let s = (max - min) / (1.0 - (2.0 * l - 1.0).abs()).max(f32::EPSILON);
+        max - min > 0.1 && s >= 0.3
+    }
+
+    #[test]
+    fn syntax_colours_stay_colours_and_distinct_at_16_colours() {
+        LOADED.get_or_init(|| Loaded {
+            syntaxes: SyntaxSet::load_defaults_newlines(),
+            themes: ThemeSet::load_defaults(),
+        });
+        let code = "import os\n# a comment\ndef f(x: int) -> str:\n    return \"s\" + str(x * 2) if True else None\n";
+        for name in Theme::names() {
+            let theme = Theme::load(name, Depth::TrueColor).unwrap();
+            let full = highlight(code, "python", &theme.syntax, Depth::TrueColor);
+            let ansi = highlight(code, "python", &theme.syntax, Depth::Ansi16);
+            let mut by_text: BTreeMap<String, Color> = BTreeMap::new();
+            let mut colours = BTreeSet::new();
+            for (a, b) in full.iter().zip(&ansi) {
+                assert_eq!(a.spans.len(), b.spans.len());
+                for (x, y) in a.spans.iter().zip(&b.spans) {
+                    let (Some(Color::Rgb(r, g, bl)), Some(c)) = (x.style.fg, y.style.fg) else {
+                        panic!("{name}: {:?} has no colour", x.content);
+                    };
+                    if saturated(r, g, bl) {
+                        assert!(!grey(c), "{name}: #{r:02x}{g:02x}{bl:02x} became {c:?}");
+                    }
+                    if !grey(c) {
+                        colours.insert(format!("{c:?}"));
+                    }
+                    by_text.insert(x.content.to_string(), c);
+                }
+            }
+            // Keywords, strings and numbers keep a colour each.
+            let role = |t: &str| by_text.get(t).copied().unwrap_or(Color::Reset);
+            for t in ["def", "2"] {
+                assert!(!grey(role(t)), "{name}: {t} is {:?}", role(t));
+            }
+            assert_ne!(role("def"), role("2"), "{name}");
+            assert!(colours.len() >= 3, "{name}: only {colours:?}");
+        }
+    }
+}

@@ -266,6 +266,8 @@ pub fn rgb_to_16(r: u8, g: u8, b: u8) -> Color {
     let pick = |dark: Color, light: Color| if bright { light } else { dark };
     match hue {
         h if !(20.0..330.0).contains(&h) => pick(Color::Red, Color::LightRed),
+        // Orange: the dark yellow, which many 16-colour palettes draw brown or orange.
+        h if h < 35.0 => Color::Yellow,
         h if h < 70.0 => pick(Color::Yellow, Color::LightYellow),
         h if h < 165.0 => pick(Color::Green, Color::LightGreen),
         h if h < 200.0 => pick(Color::Cyan, Color::LightCyan),
