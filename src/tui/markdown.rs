@@ -14,7 +14,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::highlight::{highlight, visible};
-use super::md_layout::{self, Row, clip, wrap_chars, wrap_words};
+pub use super::md_layout::Row;
+use super::md_layout::{self, clip, wrap_chars, wrap_words};
 use super::theme::Theme;
 
 /// The Markdown extensions the workbench understands.
@@ -436,25 +437,35 @@ impl<'t> Renderer<'t> {
         let Some((tag, code)) = self.code.take() else {
             return;
         };
-        if !tag.is_empty() {
-            self.line(vec![Span::styled(format!("  {tag}"), self.theme.muted)]);
+        if let Some(header) = code_header(&tag, self.theme) {
+            self.line(header);
         }
-        let lines = highlight(&code, &tag, &self.theme.syntax, self.theme.depth);
-        self.code_lines(lines);
-        self.blank = true;
-    }
-
-    /// Code lines behind a gutter, wrapped by characters.
-    fn code_lines(&mut self, lines: Vec<Line<'static>>) {
-        let room = self.width.saturating_sub(self.prefix_width() + 2).max(1);
-        for line in lines {
-            for row in wrap_chars(&line.spans, room) {
-                let mut content = vec![Span::styled("▏ ", self.theme.muted)];
-                content.extend(row);
-                self.line(content);
+        let room = self.width.saturating_sub(self.prefix_width()).max(1);
+        for line in highlight(&code, &tag, &self.theme.syntax, self.theme.depth) {
+            for row in code_rows(&line, self.theme, room) {
+                self.line(row);
             }
         }
+        self.blank = true;
     }
+}
+
+/// A fenced block's first line: its language tag, if it has one.
+pub fn code_header(tag: &str, theme: &Theme) -> Option<Row> {
+    (!tag.is_empty()).then(|| vec![Span::styled(format!("  {tag}"), theme.muted)])
+}
+
+/// One highlighted code line behind the gutter, wrapped by characters to `width`.
+pub fn code_rows(line: &Line<'static>, theme: &Theme, width: usize) -> Vec<Row> {
+    let room = width.saturating_sub(2).max(1);
+    wrap_chars(&line.spans, room)
+        .into_iter()
+        .map(|row| {
+            let mut content = vec![Span::styled("▏ ", theme.muted)];
+            content.extend(row);
+            clip(content, width)
+        })
+        .collect()
 }
 
 /// The number of items of the list whose events follow.

@@ -16,7 +16,9 @@ use std::cell::RefCell;
 use pulldown_cmark::{Event, Parser};
 use ratatui::text::Line;
 
-use super::markdown::{options, render_width};
+use super::highlight::Highlighter;
+use super::markdown::{code_header, code_rows, options, render_width};
+use super::md_layout::clip;
 use super::theme::{Depth, Theme};
 
 /// The cached rendering of a streaming message. Interior mutability lets a frame (which
@@ -33,11 +35,28 @@ struct State {
     /// The finished part of the text, and its lines.
     done_text: String,
     done: Vec<Line<'static>>,
-    /// The text length the tail was rendered for, and its lines.
+    /// The text length the tail was rendered for, and its lines (after those of `code`).
     tail_len: usize,
     tail: Vec<Line<'static>>,
+    /// An open fenced block at the start of the tail, highlighted a line at a time.
+    code: Option<OpenCode>,
+    /// The tail is shown as `code`'s lines followed by `tail`.
+    code_shown: bool,
     /// Bytes of Markdown parsed or rendered by the last update.
     cost: usize,
+}
+
+/// A fenced block still open: its complete lines rendered once, its last line each time.
+struct OpenCode {
+    /// Where it starts in the text.
+    start: usize,
+    /// Bytes of it taken: the fence line and complete code lines.
+    taken: usize,
+    highlighter: Highlighter,
+    /// The header and the complete lines, rendered.
+    lines: Vec<Line<'static>>,
+    /// The closing fence came: the renderer takes it from there.
+    closed: bool,
 }
 
 impl StreamView {
@@ -46,10 +65,16 @@ impl StreamView {
     pub fn lines(&self, text: &str, theme: &Theme, width: u16) -> Vec<Line<'static>> {
         let mut st = self.state.borrow_mut();
         st.update(text, theme, width);
-        let mut lines = st.done.clone();
-        if !lines.is_empty() && !st.tail.is_empty() {
+        let code = match &st.code {
+            Some(c) if st.code_shown => &c.lines[..],
+            _ => &[][..],
+        };
+        let mut lines = Vec::with_capacity(st.done.len() + code.len() + st.tail.len() + 1);
+        lines.extend(st.done.iter().cloned());
+        if !lines.is_empty() && (!code.is_empty() || !st.tail.is_empty()) {
             lines.push(Line::default());
         }
+        lines.extend(code.iter().cloned());
         lines.extend(st.tail.iter().cloned());
         lines
     }
@@ -82,8 +107,15 @@ impl State {
         }
         let mut cost = 0;
         let open = &text[self.done_text.len()..];
-        cost += open.len();
-        if let Some(end) = last_block_start(open) {
+        // Inside an open fenced block no new block can start: no need to look for one.
+        let in_fence = self
+            .code
+            .as_ref()
+            .is_some_and(|c| c.start == self.done_text.len() && !c.closed);
+        if !in_fence {
+            cost += open.len();
+        }
+        if let Some(end) = (!in_fence).then(|| last_block_start(open)).flatten() {
             let finished = &open[..end];
             cost += finished.len();
             let lines = render_width(finished, theme, width);
@@ -93,12 +125,100 @@ impl State {
             self.done.extend(lines);
             self.done_text.push_str(finished);
         }
-        let tail = &text[self.done_text.len()..];
-        let shown = display_text(tail);
-        cost += shown.len();
-        self.tail = render_width(&shown, theme, width);
+        let start = self.done_text.len();
+        let tail = &text[start..];
+        if let Some((lines, spent)) = self.open_code(start, tail, theme, width) {
+            self.tail = lines;
+            self.code_shown = true;
+            cost += spent;
+        } else {
+            self.code_shown = false;
+            let shown = display_text(tail);
+            cost += shown.len();
+            self.tail = render_width(&shown, theme, width);
+        }
         self.tail_len = text.len();
         self.cost = cost;
+    }
+
+    /// The lines of a tail that is one open fenced block (fence unindented), rendered as
+    /// the Markdown renderer renders it, highlighting only the lines that are new. None
+    /// when the tail is something else, or the block has closed.
+    fn open_code(
+        &mut self,
+        start: usize,
+        tail: &str,
+        theme: &Theme,
+        width: u16,
+    ) -> Option<(Vec<Line<'static>>, usize)> {
+        let opened = tail.find('\n').and_then(|end| {
+            let (c, n) = fence(&tail[..end]).filter(|_| !tail.starts_with(' '))?;
+            let info = tail[n..end].trim();
+            (c != '`' || !info.contains('`')).then_some((end, c, n, info))
+        });
+        let Some((first_end, fence_char, fence_len, info)) = opened else {
+            self.code = None;
+            return None;
+        };
+        if self
+            .code
+            .as_ref()
+            .is_some_and(|c| c.start == start && c.closed)
+        {
+            return None;
+        }
+        let width = width.max(1) as usize;
+        if self.code.as_ref().is_none_or(|c| c.start != start) {
+            let tag = info.split_whitespace().next().unwrap_or("");
+            let lines = code_header(tag, theme)
+                .map(|h| vec![Line::from(clip(h, width))])
+                .unwrap_or_default();
+            self.code = Some(OpenCode {
+                start,
+                taken: first_end + 1,
+                highlighter: Highlighter::new(tag, &theme.syntax, theme.depth),
+                lines,
+                closed: false,
+            });
+        }
+        let code = self.code.as_mut()?;
+        let mut spent = 0;
+        while let Some(len) = tail[code.taken..].find('\n') {
+            let line = &tail[code.taken..code.taken + len];
+            if fence(line).is_some_and(|(c, n)| {
+                c == fence_char && n >= fence_len && line.trim().chars().all(|x| x == c)
+            }) {
+                // Closed: the renderer takes it from here.
+                code.closed = true;
+                return None;
+            }
+            let highlighted = code
+                .highlighter
+                .line(line.strip_suffix('\r').unwrap_or(line));
+            code.lines.extend(
+                code_rows(&highlighted, theme, width)
+                    .into_iter()
+                    .map(Line::from),
+            );
+            code.taken += len + 1;
+            spent += len + 1;
+        }
+        let mut lines = Vec::new();
+        let partial = &tail[code.taken..];
+        if !partial.is_empty() {
+            if fence(partial).is_some_and(|(c, _)| c == fence_char) {
+                // Perhaps the closing fence: let the renderer decide.
+                return None;
+            }
+            let highlighted = code.highlighter.peek(partial);
+            lines.extend(
+                code_rows(&highlighted, theme, width)
+                    .into_iter()
+                    .map(Line::from),
+            );
+            spent += partial.len();
+        }
+        Some((lines, spent))
     }
 }
 
@@ -131,7 +251,8 @@ fn last_block_start(text: &str) -> Option<usize> {
                 .rsplit('\n')
                 .next()
                 .is_some_and(|l| l.trim().is_empty());
-        (line > 0 && blank).then_some(line)
+        let opens_fence = text[line..].lines().next().and_then(fence).is_some();
+        (line > 0 && (blank || opens_fence)).then_some(line)
     })
 }
 
@@ -207,7 +328,9 @@ fn closers(text: &str) -> Option<(usize, String)> {
             continue;
         }
         if c == '`' {
+            let at_end = i + run == chars.len();
             code = match code {
+                None if at_end => None,
                 Some(n) if n == run => None,
                 None => Some(run),
                 other => other,
@@ -442,5 +565,51 @@ mod tests {
         assert_eq!(lines, vec!["other"]);
         let lines = plain(&view.lines("other words here", &theme, 8));
         assert_eq!(lines, vec!["other", "words", "here"]);
+    }
+
+    const CODE_REPLY: &str = "Here is the code:\n```python\nimport os\n\ndef f(x):\n    return \"s\" + str(x)  # done\n```\n\nThat is all.\n";
+
+    #[test]
+    fn an_open_fence_is_highlighted_a_line_at_a_time_as_the_renderer_does() {
+        super::super::highlight::load();
+        let theme = Theme::load("dark", Depth::TrueColor).unwrap();
+        let view = StreamView::default();
+        for end in 0..=CODE_REPLY.len() {
+            let prefix = &CODE_REPLY[..end];
+            let lines = view.lines(prefix, &theme, 24);
+            let last = prefix.rsplit('\n').next().unwrap_or("");
+            if !last.is_empty() && last.trim().is_empty() {
+                // A last line of spaces only: the parser keeps it or not by its length.
+                continue;
+            }
+            assert_eq!(lines, render_width(prefix, &theme, 24), "after {prefix:?}");
+        }
+        let styled = view.lines(&CODE_REPLY[..40], &theme, 24);
+        assert!(
+            styled.iter().any(|l| l.spans.len() > 2),
+            "code is highlighted"
+        );
+    }
+
+    #[test]
+    fn a_long_open_fence_costs_only_its_new_lines() {
+        super::super::highlight::load();
+        let theme = Theme::load("dark", Depth::TrueColor).unwrap();
+        let view = StreamView::default();
+        let mut text = String::from("Code:\n\n```python\n");
+        let mut worst = 0;
+        for i in 0..800 {
+            for piece in [format!("x{i} = "), format!("{i} * 2\n")] {
+                text.push_str(&piece);
+                view.lines(&text, &theme, 60);
+                worst = worst.max(view.last_cost());
+            }
+        }
+        assert!(text.len() > 10_000);
+        assert!(worst < 100, "an update cost {worst} bytes");
+        assert_eq!(
+            view.lines(&text, &theme, 60),
+            render_width(&text, &theme, 60)
+        );
     }
 }
