@@ -94,14 +94,17 @@ fn width_of(s: &str) -> usize {
     s.width()
 }
 
+/// Pieces of text with their styles.
+type Pieces = Vec<(String, Style)>;
+
 /// Wraps spans at spaces into lines of `first` columns (the first line) and `rest` columns
 /// (the others). Spaces at a break are dropped; a word longer than a line is broken by
 /// characters. Always returns at least one (possibly empty) line.
 pub fn wrap_words(spans: &[Span<'_>], first: usize, rest: usize) -> Vec<Row> {
     // Words are runs of non-space characters, possibly across spans of different styles.
-    let mut words: Vec<(Vec<(String, Style)>, Vec<(String, Style)>)> = Vec::new();
-    let mut space: Vec<(String, Style)> = Vec::new();
-    let mut word: Vec<(String, Style)> = Vec::new();
+    let mut words: Vec<(Pieces, Pieces)> = Vec::new();
+    let mut space: Pieces = Vec::new();
+    let mut word: Pieces = Vec::new();
     for span in spans {
         let mut rest_text = span.content.as_ref();
         while !rest_text.is_empty() {
