@@ -35,8 +35,8 @@ struct State {
     /// The finished part of the text, and its lines.
     done_text: String,
     done: Vec<Line<'static>>,
-    /// The text length the tail was rendered for, and its lines (after those of `code`).
-    tail_len: usize,
+    /// The open text the tail was rendered for, and its lines (after those of `code`).
+    tail_text: Option<String>,
     tail: Vec<Line<'static>>,
     /// An open fenced block at the start of the tail, highlighted a line at a time.
     code: Option<OpenCode>,
@@ -100,8 +100,7 @@ impl State {
                 key: Some(key),
                 ..State::default()
             };
-            self.tail_len = usize::MAX;
-        } else if text.len() == self.tail_len {
+        } else if self.tail_text.as_deref() == Some(&text[self.done_text.len()..]) {
             self.cost = 0;
             return;
         }
@@ -137,7 +136,7 @@ impl State {
             cost += shown.len();
             self.tail = render_width(&shown, theme, width);
         }
-        self.tail_len = text.len();
+        self.tail_text = Some(text[self.done_text.len()..].to_string());
         self.cost = cost;
     }
 
@@ -565,6 +564,9 @@ mod tests {
         assert_eq!(lines, vec!["other"]);
         let lines = plain(&view.lines("other words here", &theme, 8));
         assert_eq!(lines, vec!["other", "words", "here"]);
+        // A new message as long as the last one is still a new message.
+        let lines = plain(&view.lines("again words here", &theme, 8));
+        assert_eq!(lines, vec!["again", "words", "here"]);
     }
 
     const CODE_REPLY: &str = "Here is the code:\n```python\nimport os\n\ndef f(x):\n    return \"s\" + str(x)  # done\n```\n\nThat is all.\n";
