@@ -133,6 +133,8 @@ pub struct App {
     pub chat: Chat,
     /// The assistant's message while it streams.
     pub streaming: String,
+    /// The streaming message's rendering, kept between frames.
+    pub stream_view: super::stream::StreamView,
     /// A block's code while its tool call streams.
     pub streaming_code: Option<(Option<String>, String)>,
     pub proposed: HashMap<BlockId, ProposedBlock>,
@@ -201,6 +203,7 @@ impl App {
             cwd: String::new(),
             chat: Chat::default(),
             streaming: String::new(),
+            stream_view: Default::default(),
             streaming_code: None,
             proposed: HashMap::new(),
             pending: None,

@@ -11,7 +11,7 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 
 use super::highlight::visible;
-use super::markdown::{render, wrap};
+use super::markdown::{render_width, wrap};
 use super::theme::Theme;
 use crate::protocol::BlockId;
 
@@ -297,7 +297,7 @@ impl Chat {
         for (i, entry) in self.entries.iter().enumerate() {
             let fresh = !matches!(&cache[i], Some((w, _)) if *w == width);
             if fresh {
-                cache[i] = Some((width, wrap(&entry_lines(entry, theme), width)));
+                cache[i] = Some((width, wrap(&entry_lines(entry, theme, width), width)));
             }
             total += cache[i].as_ref().map_or(0, |(_, l)| l.len());
         }
@@ -353,8 +353,8 @@ impl Chat {
     }
 }
 
-/// One entry's lines, unwrapped, with a blank line after it.
-fn entry_lines(entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
+/// One entry's lines (Markdown already fitted to `width`), with a blank line after it.
+fn entry_lines(entry: &Entry, theme: &Theme, width: u16) -> Vec<Line<'static>> {
     let mut lines = match entry {
         Entry::User(text) => {
             let mut lines = vec![Line::from(Span::styled("you", theme.user))];
@@ -363,7 +363,7 @@ fn entry_lines(entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
         }
         Entry::Assistant(text) => {
             let mut lines = vec![Line::from(Span::styled("oi", theme.assistant))];
-            lines.extend(render(text, theme));
+            lines.extend(render_width(text, theme, width));
             lines
         }
         Entry::Block {

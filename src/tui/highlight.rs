@@ -6,9 +6,10 @@ use std::sync::OnceLock;
 
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use syntect::easy::HighlightLines;
-use syntect::highlighting::{FontStyle, ThemeSet};
-use syntect::parsing::SyntaxSet;
+use syntect::highlighting::{
+    FontStyle, HighlightIterator, HighlightState, Highlighter as SyntectHighlighter, ThemeSet,
+};
+use syntect::parsing::{ParseState, ScopeStack, SyntaxSet};
 
 use super::theme::{Depth, adapt};
 
@@ -24,11 +25,14 @@ static LOADED: OnceLock<Loaded> = OnceLock::new();
 
 /// Starts loading the syntax definitions in a background thread.
 pub fn preload() {
-    std::thread::spawn(|| {
-        LOADED.get_or_init(|| Loaded {
-            syntaxes: SyntaxSet::load_defaults_newlines(),
-            themes: ThemeSet::load_defaults(),
-        });
+    std::thread::spawn(load);
+}
+
+/// Loads the syntax definitions now (once), waiting for them.
+pub fn load() {
+    LOADED.get_or_init(|| Loaded {
+        syntaxes: SyntaxSet::load_defaults_newlines(),
+        themes: ThemeSet::load_defaults(),
     });
 }
 
@@ -63,58 +67,126 @@ pub fn highlight(
     depth: Depth,
 ) -> Vec<Line<'static>> {
     let code = code.replace("\r\n", "\n");
-    let plain = |line: &str| Line::from(visible(line));
-    let Some(loaded) = LOADED.get().filter(|_| depth != Depth::None) else {
-        return code.lines().map(plain).collect();
-    };
-    let syntax = loaded
-        .syntaxes
-        .find_syntax_by_token(syntax_token(language))
-        .or_else(|| loaded.syntaxes.find_syntax_by_token(language));
-    let theme = loaded
-        .themes
-        .themes
-        .get(syntax_theme)
-        .or_else(|| loaded.themes.themes.values().next());
-    let (Some(syntax), Some(theme)) = (syntax, theme) else {
-        return code.lines().map(plain).collect();
-    };
-    let mut highlighter = HighlightLines::new(syntax, theme);
-    let mut lines = Vec::new();
-    for (i, line) in code.lines().enumerate() {
-        if i >= MAX_LINES || line.chars().count() > MAX_LINE {
-            lines.push(plain(line));
-            continue;
-        }
-        let with_newline = format!("{line}\n");
-        match highlighter.highlight_line(&with_newline, &loaded.syntaxes) {
-            Ok(ranges) => lines.push(Line::from(
-                ranges
-                    .into_iter()
-                    .map(|(style, text)| {
-                        let mut s = Style::new();
-                        let fg = ratatui::style::Color::Rgb(
-                            style.foreground.r,
-                            style.foreground.g,
-                            style.foreground.b,
-                        );
-                        if let Some(c) = adapt(fg, depth) {
-                            s = s.fg(c);
-                        }
-                        if style.font_style.contains(FontStyle::BOLD) {
-                            s = s.add_modifier(Modifier::BOLD);
-                        }
-                        if style.font_style.contains(FontStyle::ITALIC) {
-                            s = s.add_modifier(Modifier::ITALIC);
-                        }
-                        Span::styled(visible(text.trim_end_matches('\n')), s)
-                    })
-                    .collect::<Vec<_>>(),
-            )),
-            Err(_) => lines.push(plain(line)),
+    let mut highlighter = Highlighter::new(language, syntax_theme, depth);
+    code.lines().map(|line| highlighter.line(line)).collect()
+}
+
+/// Highlights code line by line, keeping the parser's state between lines, so that code
+/// arriving a line at a time (a streaming fenced block) is highlighted once per line.
+/// [`highlight`] is this over all lines, so both give the same lines.
+pub struct Highlighter {
+    state: Option<State>,
+    depth: Depth,
+    /// Lines highlighted so far (past `MAX_LINES`, lines stay plain).
+    count: usize,
+}
+
+struct State {
+    loaded: &'static Loaded,
+    theme: &'static syntect::highlighting::Theme,
+    parse: ParseState,
+    highlight: HighlightState,
+}
+
+impl Highlighter {
+    /// A highlighter for `language` in the syntect theme `syntax_theme`; plain when
+    /// highlighting is not loaded yet, the language is unknown or there are no colours.
+    pub fn new(language: &str, syntax_theme: &str, depth: Depth) -> Highlighter {
+        let state = LOADED
+            .get()
+            .filter(|_| depth != Depth::None)
+            .and_then(|loaded| {
+                let syntax = loaded
+                    .syntaxes
+                    .find_syntax_by_token(syntax_token(language))
+                    .or_else(|| loaded.syntaxes.find_syntax_by_token(language))?;
+                let theme = loaded
+                    .themes
+                    .themes
+                    .get(syntax_theme)
+                    .or_else(|| loaded.themes.themes.values().next())?;
+                let highlight =
+                    HighlightState::new(&SyntectHighlighter::new(theme), ScopeStack::new());
+                Some(State {
+                    loaded,
+                    theme,
+                    parse: ParseState::new(syntax),
+                    highlight,
+                })
+            });
+        Highlighter {
+            state,
+            depth,
+            count: 0,
         }
     }
-    lines
+
+    /// The next line (without its newline), highlighted.
+    pub fn line(&mut self, line: &str) -> Line<'static> {
+        let index = self.count;
+        self.count += 1;
+        let depth = self.depth;
+        match &mut self.state {
+            Some(st) if index < MAX_LINES && line.chars().count() <= MAX_LINE => {
+                styled(st, line, depth).unwrap_or_else(|| plain(line))
+            }
+            _ => plain(line),
+        }
+    }
+
+    /// How the line after the ones so far would look, without taking it (for a line still
+    /// being written).
+    pub fn peek(&self, line: &str) -> Line<'static> {
+        match &self.state {
+            Some(st) if self.count < MAX_LINES && line.chars().count() <= MAX_LINE => {
+                let mut st = State {
+                    loaded: st.loaded,
+                    theme: st.theme,
+                    parse: st.parse.clone(),
+                    highlight: st.highlight.clone(),
+                };
+                styled(&mut st, line, self.depth).unwrap_or_else(|| plain(line))
+            }
+            _ => plain(line),
+        }
+    }
+}
+
+fn plain(line: &str) -> Line<'static> {
+    Line::from(visible(line))
+}
+
+fn styled(st: &mut State, line: &str, depth: Depth) -> Option<Line<'static>> {
+    let with_newline = format!("{line}\n");
+    let ops = st
+        .parse
+        .parse_line(&with_newline, &st.loaded.syntaxes)
+        .ok()?;
+    let highlighter = SyntectHighlighter::new(st.theme);
+    let ranges = HighlightIterator::new(&mut st.highlight, &ops, &with_newline, &highlighter);
+    Some(Line::from(
+        ranges
+            .map(|(style, text)| {
+                let mut s = Style::new();
+                let fg = ratatui::style::Color::Rgb(
+                    style.foreground.r,
+                    style.foreground.g,
+                    style.foreground.b,
+                );
+                if let Some(c) = adapt(fg, depth) {
+                    s = s.fg(c);
+                }
+                if style.font_style.contains(FontStyle::BOLD) {
+                    s = s.add_modifier(Modifier::BOLD);
+                }
+                if style.font_style.contains(FontStyle::ITALIC) {
+                    s = s.add_modifier(Modifier::ITALIC);
+                }
+                Span::styled(visible(text.trim_end_matches('\n')), s)
+            })
+            .filter(|span| !span.content.is_empty())
+            .collect::<Vec<_>>(),
+    ))
 }
 
 /// The syntect token for a language name or fence tag.
@@ -161,5 +233,69 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert!(lines[0].spans.len() > 1, "keywords are styled");
         assert_eq!(lines[2].spans.len(), 1, "a huge line is left plain");
+    }
+}
+
+#[cfg(test)]
+mod sixteen_colours {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use ratatui::style::Color;
+
+    use super::*;
+    use crate::tui::theme::Theme;
+
+    fn grey(c: Color) -> bool {
+        matches!(
+            c,
+            Color::Black | Color::DarkGray | Color::Gray | Color::White
+        )
+    }
+
+    /// Clearly saturated: HSL saturation of at least 0.3.
+    fn saturated(r: u8, g: u8, b: u8) -> bool {
+        let max = r.max(g).max(b) as f32 / 255.0;
+        let min = r.min(g).min(b) as f32 / 255.0;
+        let l = (max + min) / 2.0;
+        let s = (max - min) / (1.0 - (2.0 * l - 1.0).abs()).max(f32::EPSILON);
+        max - min > 0.1 && s >= 0.3
+    }
+
+    #[test]
+    fn syntax_colours_stay_colours_and_distinct_at_16_colours() {
+        LOADED.get_or_init(|| Loaded {
+            syntaxes: SyntaxSet::load_defaults_newlines(),
+            themes: ThemeSet::load_defaults(),
+        });
+        let code = "import os\n# a comment\ndef f(x: int) -> str:\n    return \"s\" + str(x * 2) if True else None\n";
+        for name in Theme::names() {
+            let theme = Theme::load(name, Depth::TrueColor).unwrap();
+            let full = highlight(code, "python", &theme.syntax, Depth::TrueColor);
+            let ansi = highlight(code, "python", &theme.syntax, Depth::Ansi16);
+            let mut by_text: BTreeMap<String, Color> = BTreeMap::new();
+            let mut colours = BTreeSet::new();
+            for (a, b) in full.iter().zip(&ansi) {
+                assert_eq!(a.spans.len(), b.spans.len());
+                for (x, y) in a.spans.iter().zip(&b.spans) {
+                    let (Some(Color::Rgb(r, g, bl)), Some(c)) = (x.style.fg, y.style.fg) else {
+                        panic!("{name}: {:?} has no colour", x.content);
+                    };
+                    if saturated(r, g, bl) {
+                        assert!(!grey(c), "{name}: #{r:02x}{g:02x}{bl:02x} became {c:?}");
+                    }
+                    if !grey(c) {
+                        colours.insert(format!("{c:?}"));
+                    }
+                    by_text.insert(x.content.to_string(), c);
+                }
+            }
+            // Keywords, strings and numbers keep a colour each.
+            let role = |t: &str| by_text.get(t).copied().unwrap_or(Color::Reset);
+            for t in ["def", "2"] {
+                assert!(!grey(role(t)), "{name}: {t} is {:?}", role(t));
+            }
+            assert_ne!(role("def"), role("2"), "{name}");
+            assert!(colours.len() >= 3, "{name}: only {colours:?}");
+        }
     }
 }

@@ -16,6 +16,8 @@ pub mod highlight;
 pub mod keymap;
 pub mod keys;
 pub mod markdown;
+mod md_layout;
+pub mod stream;
 pub mod theme;
 pub mod view;
 

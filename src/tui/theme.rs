@@ -150,67 +150,130 @@ fn parse_color(value: &str) -> Option<Color> {
     v.parse().ok()
 }
 
-/// Fits a colour to the terminal: RGB becomes the nearest of 256 or 16 colours.
+/// Fits a colour to the terminal: RGB becomes the nearest of 256 colours, or at 16 colours
+/// the ANSI colour of the nearest hue (see [`rgb_to_16`]).
 pub fn adapt(color: Color, depth: Depth) -> Option<Color> {
     match (depth, color) {
         (Depth::None, _) => None,
         (Depth::TrueColor, c) => Some(c),
         (Depth::Ansi256, Color::Rgb(r, g, b)) => Some(Color::Indexed(rgb_to_256(r, g, b))),
         (Depth::Ansi16, Color::Rgb(r, g, b)) => Some(rgb_to_16(r, g, b)),
-        (Depth::Ansi16, Color::Indexed(_)) => Some(Color::Gray),
+        (Depth::Ansi16, Color::Indexed(i)) => Some(indexed_to_16(i)),
         (_, c) => Some(c),
     }
 }
 
+/// The levels of the 6×6×6 colour cube of the 256-colour palette.
+const CUBE: [u8; 6] = [0, 95, 135, 175, 215, 255];
+
+/// The nearest of the 256 colours: the closer of the colour cube's nearest entry and the
+/// grey ramp's, so that near-greys stay grey instead of taking a tint.
 fn rgb_to_256(r: u8, g: u8, b: u8) -> u8 {
-    let level = |v: u8| -> u8 {
-        if v < 48 {
-            0
-        } else if v < 115 {
-            1
-        } else {
-            (v - 35) / 40
-        }
+    let level = |v: u8| -> usize {
+        CUBE.iter()
+            .enumerate()
+            .min_by_key(|(_, c)| (**c as i32 - v as i32).abs())
+            .map_or(0, |(i, _)| i)
     };
-    if r == g && g == b {
-        if r < 8 {
-            return 16;
-        }
-        if r > 248 {
-            return 231;
-        }
-        return 232 + ((r as u16 - 8) * 24 / 247) as u8;
+    let (lr, lg, lb) = (level(r), level(g), level(b));
+    let cube = (16 + 36 * lr + 6 * lg + lb) as u8;
+    let cube_rgb = (CUBE[lr], CUBE[lg], CUBE[lb]);
+    let mean = (r as u32 + g as u32 + b as u32) / 3;
+    let step = (mean.saturating_sub(3) / 10).min(23) as u8;
+    let grey_value = 8 + 10 * step;
+    let grey = 232 + step;
+    if distance((r, g, b), (grey_value, grey_value, grey_value)) < distance((r, g, b), cube_rgb) {
+        grey
+    } else {
+        cube
     }
-    16 + 36 * level(r) + 6 * level(g) + level(b)
 }
 
-fn rgb_to_16(r: u8, g: u8, b: u8) -> Color {
-    const PALETTE: [(Color, (u8, u8, u8)); 16] = [
-        (Color::Black, (0, 0, 0)),
-        (Color::Red, (205, 0, 0)),
-        (Color::Green, (0, 205, 0)),
-        (Color::Yellow, (205, 205, 0)),
-        (Color::Blue, (0, 0, 238)),
-        (Color::Magenta, (205, 0, 205)),
-        (Color::Cyan, (0, 205, 205)),
-        (Color::Gray, (229, 229, 229)),
-        (Color::DarkGray, (127, 127, 127)),
-        (Color::LightRed, (255, 0, 0)),
-        (Color::LightGreen, (0, 255, 0)),
-        (Color::LightYellow, (255, 255, 0)),
-        (Color::LightBlue, (92, 92, 255)),
-        (Color::LightMagenta, (255, 0, 255)),
-        (Color::LightCyan, (0, 255, 255)),
-        (Color::White, (255, 255, 255)),
+fn distance(a: (u8, u8, u8), b: (u8, u8, u8)) -> i32 {
+    let d = |x: u8, y: u8| (x as i32 - y as i32).pow(2);
+    d(a.0, b.0) + d(a.1, b.1) + d(a.2, b.2)
+}
+
+/// A 256-palette index as one of the 16 colours.
+fn indexed_to_16(i: u8) -> Color {
+    const NAMED: [Color; 16] = [
+        Color::Black,
+        Color::Red,
+        Color::Green,
+        Color::Yellow,
+        Color::Blue,
+        Color::Magenta,
+        Color::Cyan,
+        Color::Gray,
+        Color::DarkGray,
+        Color::LightRed,
+        Color::LightGreen,
+        Color::LightYellow,
+        Color::LightBlue,
+        Color::LightMagenta,
+        Color::LightCyan,
+        Color::White,
     ];
-    let distance = |(pr, pg, pb): (u8, u8, u8)| {
-        let d = |a: u8, b: u8| (a as i32 - b as i32).pow(2);
-        d(r, pr) + d(g, pg) + d(b, pb)
+    match i {
+        0..=15 => NAMED[i as usize],
+        16..=231 => {
+            let n = i - 16;
+            let c = |k: u8| CUBE[k as usize];
+            rgb_to_16(c(n / 36), c(n / 6 % 6), c(n % 6))
+        }
+        _ => {
+            let v = 8 + 10 * (i - 232);
+            rgb_to_16(v, v, v)
+        }
+    }
+}
+
+/// One of the 16 ANSI colours for an RGB colour, by hue: a saturated colour becomes the
+/// ANSI colour of the nearest hue (red, yellow, green, cyan, blue, magenta), bright when
+/// it is light; only a colour with (almost) no saturation becomes black, grey or white.
+/// (Nearest by RGB distance would turn the soft colours of most themes into grey.)
+pub fn rgb_to_16(r: u8, g: u8, b: u8) -> Color {
+    let (rf, gf, bf) = (r as f32 / 255.0, g as f32 / 255.0, b as f32 / 255.0);
+    let max = rf.max(gf).max(bf);
+    let min = rf.min(gf).min(bf);
+    let chroma = max - min;
+    let lightness = (max + min) / 2.0;
+    let saturation = if chroma == 0.0 {
+        0.0
+    } else {
+        chroma / (1.0 - (2.0 * lightness - 1.0).abs()).max(f32::EPSILON)
     };
-    PALETTE
-        .iter()
-        .min_by_key(|(_, rgb)| distance(*rgb))
-        .map_or(Color::Gray, |(c, _)| *c)
+    if chroma < 0.08 || saturation < 0.15 {
+        return if lightness < 0.2 {
+            Color::Black
+        } else if lightness < 0.5 {
+            Color::DarkGray
+        } else if lightness < 0.8 {
+            Color::Gray
+        } else {
+            Color::White
+        };
+    }
+    let hue = if max == rf {
+        60.0 * ((gf - bf) / chroma)
+    } else if max == gf {
+        60.0 * ((bf - rf) / chroma + 2.0)
+    } else {
+        60.0 * ((rf - gf) / chroma + 4.0)
+    }
+    .rem_euclid(360.0);
+    let bright = lightness >= 0.6 || (max >= 0.9 && lightness >= 0.45);
+    let pick = |dark: Color, light: Color| if bright { light } else { dark };
+    match hue {
+        h if !(20.0..330.0).contains(&h) => pick(Color::Red, Color::LightRed),
+        // Orange: the dark yellow, which many 16-colour palettes draw brown or orange.
+        h if h < 35.0 => Color::Yellow,
+        h if h < 70.0 => pick(Color::Yellow, Color::LightYellow),
+        h if h < 165.0 => pick(Color::Green, Color::LightGreen),
+        h if h < 200.0 => pick(Color::Cyan, Color::LightCyan),
+        h if h < 260.0 => pick(Color::Blue, Color::LightBlue),
+        _ => pick(Color::Magenta, Color::LightMagenta),
+    }
 }
 
 #[cfg(test)]
@@ -249,5 +312,84 @@ mod tests {
         assert_eq!(parse_color("#102030"), Some(Color::Rgb(16, 32, 48)));
         assert_eq!(parse_color("lightblue"), Some(Color::LightBlue));
         assert_eq!(parse_color("#12"), None);
+    }
+
+    fn is_grey(c: Color) -> bool {
+        matches!(
+            c,
+            Color::Black | Color::DarkGray | Color::Gray | Color::White | Color::Reset
+        )
+    }
+
+    #[test]
+    fn sixteen_colours_keep_their_hue() {
+        let cases = [
+            ((255, 0, 0), Color::LightRed),
+            ((0xbf, 0x61, 0x6a), Color::Red),
+            ((0xcb, 0x24, 0x31), Color::Red),
+            ((0xa3, 0xbe, 0x8c), Color::LightGreen),
+            ((0x22, 0x86, 0x3a), Color::Green),
+            ((0xeb, 0xcb, 0x8b), Color::LightYellow),
+            ((0xb0, 0x88, 0x00), Color::Yellow),
+            ((0x8f, 0xa1, 0xb3), Color::LightBlue),
+            ((0x00, 0x5c, 0xc5), Color::Blue),
+            ((0x96, 0xb5, 0xb4), Color::LightCyan),
+            ((0xb4, 0x8e, 0xad), Color::LightMagenta),
+            // Truly unsaturated colours are greys.
+            ((0xc0, 0xc5, 0xce), Color::Gray),
+            ((0x65, 0x73, 0x7e), Color::DarkGray),
+            ((0x24, 0x29, 0x2e), Color::Black),
+            ((0xff, 0xff, 0xff), Color::White),
+        ];
+        for ((r, g, b), want) in cases {
+            assert_eq!(rgb_to_16(r, g, b), want, "#{r:02x}{g:02x}{b:02x}");
+        }
+        assert_eq!(indexed_to_16(9), Color::LightRed);
+        assert_eq!(indexed_to_16(196), Color::LightRed);
+        assert_eq!(indexed_to_16(28), Color::Green);
+        assert_eq!(indexed_to_16(240), Color::DarkGray);
+    }
+
+    #[test]
+    fn every_theme_keeps_diff_and_focus_colours_at_16_colours() {
+        for name in Theme::names() {
+            let theme = Theme::load(name, Depth::Ansi16).unwrap();
+            let fg = |s: Style| s.fg.unwrap_or(Color::Reset);
+            assert!(
+                matches!(fg(theme.diff_add), Color::Green | Color::LightGreen),
+                "{name}: diff add is {:?}",
+                theme.diff_add.fg
+            );
+            assert!(
+                matches!(fg(theme.diff_remove), Color::Red | Color::LightRed),
+                "{name}: diff remove is {:?}",
+                theme.diff_remove.fg
+            );
+            for (role, style) in [
+                ("focus", theme.focus),
+                ("accent", theme.accent),
+                ("error", theme.error),
+                ("success", theme.success),
+                ("warning", theme.warning),
+            ] {
+                assert!(!is_grey(fg(style)), "{name}: {role} is {:?}", style.fg);
+            }
+        }
+    }
+
+    #[test]
+    fn the_256_colour_path_keeps_greys_grey() {
+        // #c0c5ce (a near-grey text colour) used to become a tinted cube colour.
+        let Some(Color::Indexed(i)) = adapt(Color::Rgb(0xc0, 0xc5, 0xce), Depth::Ansi256) else {
+            panic!("not indexed");
+        };
+        assert!(i >= 232, "{i} is not on the grey ramp");
+        assert_eq!(rgb_to_256(255, 0, 0), 196);
+        assert_eq!(rgb_to_256(0, 0, 0), 16);
+        assert_eq!(rgb_to_256(0x87, 0xaf, 0xd7), 110);
+        let dark = Theme::load("dark", Depth::Ansi256).unwrap();
+        assert!(matches!(dark.focus.fg, Some(Color::Indexed(_))));
+        let none = Theme::load("dark", Depth::None).unwrap();
+        assert_eq!((none.focus.fg, none.diff_add.fg), (None, None));
     }
 }

@@ -15,7 +15,7 @@ use super::app::{App, Busy, Focus};
 use super::highlight::{highlight, visible};
 use super::keymap::Action;
 use super::keys::hints;
-use super::markdown::render;
+use super::markdown::render_width;
 
 /// The smallest terminal the workbench draws in.
 pub const MIN_WIDTH: u16 = 40;
@@ -295,16 +295,19 @@ fn draw_chat(frame: &mut Frame, app: &App, area: Rect) {
     if app.chat.entries.is_empty()
         && let Some(setup) = &app.setup
     {
-        let lines = render(setup, &app.theme);
-        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+        let lines = render_width(setup, &app.theme, inner.width);
+        frame.render_widget(Paragraph::new(lines), inner);
         return;
     }
-    // The streaming message shows whole lines only, so that nothing jumps.
+    // The streaming message, every character as it arrives; finished blocks are cached.
     let mut tail: Vec<Line<'static>> = Vec::new();
-    if let Some(end) = app.streaming.rfind('\n') {
+    if !app.streaming.is_empty() {
         tail.push(Line::from(Span::styled("oi", app.theme.assistant)));
-        tail.extend(render(&app.streaming[..end], &app.theme));
-    } else if !app.streaming.is_empty() || matches!(app.busy, Busy::Thinking(_)) {
+        tail.extend(
+            app.stream_view
+                .lines(&app.streaming, &app.theme, inner.width),
+        );
+    } else if matches!(app.busy, Busy::Thinking(_)) {
         tail.push(Line::from(Span::styled("oi …", app.theme.assistant)));
     }
     let (lines, _) = app
