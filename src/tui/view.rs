@@ -273,11 +273,10 @@ fn draw_context(frame: &mut Frame, app: &App, area: Rect) {
     let Some(text) = last_message(app) else {
         return;
     };
-    let lines: Vec<Line<'static>> =
-        super::markdown::wrap(&render(text, &app.theme), area.width.saturating_sub(2))
-            .into_iter()
-            .filter(|l| !l.to_string().trim().is_empty())
-            .collect();
+    let lines: Vec<Line<'static>> = render_width(text, &app.theme, area.width.saturating_sub(3))
+        .into_iter()
+        .filter(|l| !l.to_string().trim().is_empty())
+        .collect();
     let keep = area.height as usize;
     let mut shown: Vec<Line<'static>> = lines[lines.len().saturating_sub(keep)..].to_vec();
     if let Some(first) = shown.first_mut() {
