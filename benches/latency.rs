@@ -127,14 +127,17 @@ fn token_arrival(workbench: &mut Workbench, server: &Server, name: &str) {
         }
     }
     let unseen = TOKENS - latencies.len();
-    let mut line = format!("{name}: {}, {unseen} of {TOKENS} unseen", figures(latencies));
+    let mut line = format!(
+        "{name}: {}, {unseen} of {TOKENS} unseen",
+        figures(latencies)
+    );
     if after_end > 0 {
         line.push_str(&format!(
             "; {after_end} first shown only after the reply ended (the chat shows whole lines only while streaming)"
         ));
     }
     if unseen > 0 {
-        line.push_str("; unseen tokens never reached the screen (scrolled away before shown)");
+        line.push_str("; the unseen tokens were never on the screen while the reply streamed or in the 3 s after it");
     }
     println!("{line}");
 }
@@ -380,7 +383,9 @@ async fn serve(mut stream: TcpStream, log: Arc<Mutex<Log>>) -> std::io::Result<(
         let start = tokio::time::Instant::now();
         for i in 0..TOKENS {
             tokio::time::sleep_until(start + TOKEN_GAP * (i as u32 + 1)).await;
-            stream.write_all(content(&format!("{} ", token(i))).as_bytes()).await?;
+            stream
+                .write_all(content(&format!("{} ", token(i))).as_bytes())
+                .await?;
             stream.flush().await?;
             log.lock().unwrap().sent.push(Instant::now());
         }
