@@ -45,6 +45,9 @@ use theme::{Depth, Theme};
 
 /// The shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(16);
+/// The shortest time between two frames when the person pressed a key: what they type shows
+/// at once, while a burst of output still makes one frame.
+const KEY_FRAME: Duration = Duration::from_millis(2);
 /// The spinner's pace while something runs.
 const TICK: Duration = Duration::from_millis(100);
 
@@ -210,6 +213,8 @@ async fn event_loop(
         app.open_browser();
     }
     let mut dirty = true;
+    // The last message was the person's (a key, a paste, the mouse).
+    let mut keyed = false;
     let mut last_frame = Instant::now() - FRAME;
     let mut engine_alive = true;
     let mut quit = false;
@@ -242,7 +247,9 @@ async fn event_loop(
             }
             dirty = true;
         }
-        if dirty && last_frame.elapsed() >= FRAME {
+        let pace = if keyed { KEY_FRAME } else { FRAME };
+        if dirty && last_frame.elapsed() >= pace {
+            keyed = false;
             let size = terminal.size()?;
             let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
             let areas = view::layout(area, app);
@@ -266,7 +273,7 @@ async fn event_loop(
             last_frame = Instant::now();
             dirty = false;
         }
-        let next_frame = tokio::time::Instant::from_std(last_frame + FRAME);
+        let next_frame = tokio::time::Instant::from_std(last_frame + pace);
         let msg = tokio::select! {
             event = input.next() => match event {
                 Some(Ok(crossterm::event::Event::Key(key))) => Some(Msg::Key(key)),
@@ -292,6 +299,7 @@ async fn event_loop(
             _ = tokio::time::sleep_until(next_frame), if dirty => None,
         };
         if let Some(msg) = msg {
+            keyed |= matches!(msg, Msg::Key(_) | Msg::Paste(_) | Msg::Mouse(_));
             for effect in app.update(msg) {
                 quit |= apply(effect, &ops, &ui_tx, &mut resume, &session);
             }
