@@ -69,15 +69,16 @@ impl Builder {
     /// Places a piece by characters, starting new lines when the current one is full.
     fn push_chars(&mut self, text: &str, style: Style) {
         let mut piece = String::new();
+        let mut piece_w = 0;
         for c in text.chars() {
             let w = char_width(c);
-            if self.used + width_of(&piece) + w > self.limit()
-                && (self.used > 0 || !piece.is_empty())
-            {
+            if self.used + piece_w + w > self.limit() && (self.used > 0 || !piece.is_empty()) {
                 self.push(&std::mem::take(&mut piece), style);
+                piece_w = 0;
                 self.newline();
             }
             piece.push(c);
+            piece_w += w;
         }
         self.push(&piece, style);
     }
@@ -90,77 +91,82 @@ impl Builder {
     }
 }
 
-fn width_of(s: &str) -> usize {
-    s.width()
-}
-
-/// Pieces of text with their styles.
-type Pieces = Vec<(String, Style)>;
-
 /// Wraps spans at spaces into lines of `first` columns (the first line) and `rest` columns
 /// (the others). Spaces at a break are dropped; a word longer than a line is broken by
 /// characters. Always returns at least one (possibly empty) line.
 pub fn wrap_words(spans: &[Span<'_>], first: usize, rest: usize) -> Vec<Row> {
-    // Words are runs of non-space characters, possibly across spans of different styles.
-    let mut words: Vec<(Pieces, Pieces)> = Vec::new();
-    let mut space: Pieces = Vec::new();
-    let mut word: Pieces = Vec::new();
+    if width(spans) <= first.max(1) {
+        return vec![
+            spans
+                .iter()
+                .map(|s| Span::styled(s.content.to_string(), s.style))
+                .collect(),
+        ];
+    }
+    // Runs of spaces and of other characters; a word may run across spans of different
+    // styles.
+    let mut tokens: Vec<(&str, Style, bool)> = Vec::new();
     for span in spans {
-        let mut rest_text = span.content.as_ref();
-        while !rest_text.is_empty() {
-            let is_space = rest_text.starts_with(' ');
-            let end = rest_text
+        let mut text = span.content.as_ref();
+        while !text.is_empty() {
+            let is_space = text.starts_with(' ');
+            let end = text
                 .find(|c: char| (c == ' ') != is_space)
-                .unwrap_or(rest_text.len());
-            let (piece, tail) = rest_text.split_at(end);
-            rest_text = tail;
-            if is_space {
-                if !word.is_empty() {
-                    words.push((std::mem::take(&mut space), std::mem::take(&mut word)));
-                }
-                space.push((piece.to_string(), span.style));
-            } else {
-                word.push((piece.to_string(), span.style));
-            }
+                .unwrap_or(text.len());
+            let (piece, tail) = text.split_at(end);
+            text = tail;
+            tokens.push((piece, span.style, is_space));
         }
     }
-    if !word.is_empty() {
-        words.push((space, word));
-    }
     let mut b = Builder::new(first, rest);
-    for (i, (space, word)) in words.iter().enumerate() {
-        let space_w: usize = space.iter().map(|(s, _)| s.width()).sum();
-        let word_w: usize = word.iter().map(|(s, _)| s.width()).sum();
+    let mut i = 0;
+    let mut first_word = true;
+    while i < tokens.len() {
+        let s0 = i;
+        while i < tokens.len() && tokens[i].2 {
+            i += 1;
+        }
+        let w0 = i;
+        while i < tokens.len() && !tokens[i].2 {
+            i += 1;
+        }
+        let (space, word) = (&tokens[s0..w0], &tokens[w0..i]);
+        if word.is_empty() {
+            break;
+        }
+        let space_w: usize = space.iter().map(|(s, _, _)| s.width()).sum();
+        let word_w: usize = word.iter().map(|(s, _, _)| s.width()).sum();
         let at_start = b.used == 0;
         // Leading spaces are kept on the very first line only.
-        let lead = if at_start && !(i == 0 && b.rows.is_empty()) {
+        let lead = if at_start && !(first_word && b.rows.is_empty()) {
             0
         } else {
             space_w
         };
+        first_word = false;
         if b.used + lead + word_w <= b.limit() {
             if lead > 0 {
-                for (s, st) in space {
+                for (s, st, _) in space {
                     b.push(s, *st);
                 }
             }
-            for (s, st) in word {
+            for (s, st, _) in word {
                 b.push(s, *st);
             }
             continue;
         }
         if word_w <= b.rest && !at_start {
             b.newline();
-            for (s, st) in word {
+            for (s, st, _) in word {
                 b.push(s, *st);
             }
             continue;
         }
         // Longer than a line: break it by characters, after a space if there is room.
         if !at_start && b.used + space_w < b.limit() {
-            b.push(" ", space.last().map_or(Style::default(), |(_, st)| *st));
+            b.push(" ", space.last().map_or(Style::default(), |(_, st, _)| *st));
         }
-        for (s, st) in word {
+        for (s, st, _) in word {
             b.push_chars(s, *st);
         }
     }
@@ -169,6 +175,14 @@ pub fn wrap_words(spans: &[Span<'_>], first: usize, rest: usize) -> Vec<Row> {
 
 /// Wraps spans by characters into lines of `limit` columns (code keeps every space).
 pub fn wrap_chars(spans: &[Span<'_>], limit: usize) -> Vec<Row> {
+    if width(spans) <= limit.max(1) {
+        return vec![
+            spans
+                .iter()
+                .map(|s| Span::styled(s.content.to_string(), s.style))
+                .collect(),
+        ];
+    }
     let mut b = Builder::new(limit, limit);
     for span in spans {
         b.push_chars(&span.content, span.style);

@@ -95,7 +95,10 @@ impl State {
     fn update(&mut self, text: &str, theme: &Theme, width: u16) {
         let key = (theme.name.clone(), theme.depth, width);
         let same = self.key.as_ref() == Some(&key);
-        if !same || !text.starts_with(&self.done_text) {
+        // The text must extend what was shown last, or it is a new message.
+        let extends = text.starts_with(&self.done_text)
+            && text[self.done_text.len()..].starts_with(self.tail_text.as_deref().unwrap_or(""));
+        if !same || !extends {
             *self = State {
                 key: Some(key),
                 ..State::default()
@@ -564,6 +567,10 @@ mod tests {
         assert_eq!(lines, vec!["other"]);
         let lines = plain(&view.lines("other words here", &theme, 8));
         assert_eq!(lines, vec!["other", "words", "here"]);
+        // A new message that opens a fenced block like the last one did.
+        view.lines("```py\nx = 1\n", &theme, 40);
+        let lines = plain(&view.lines("```py\ny = 2\n", &theme, 40));
+        assert_eq!(lines, vec!["  py", "▏ y = 2"]);
         // A new message as long as the last one is still a new message.
         let lines = plain(&view.lines("again words here", &theme, 8));
         assert_eq!(lines, vec!["again", "words", "here"]);
