@@ -9,3 +9,4 @@ mod support;
 mod tmux;
 mod tui_e2e;
 mod tui_states;
+mod tui_stream;
