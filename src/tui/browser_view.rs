@@ -13,7 +13,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 use super::app::App;
 use super::browser::{Browser, Mode};
 use super::highlight::visible;
-use super::markdown::render;
+use super::markdown::render_width;
 use super::view::pane_block;
 use crate::store::{Exported, format_time};
 use crate::tui::theme::Theme;
@@ -269,7 +269,7 @@ pub fn transcript_lines(
     let mark = theme
         .warning
         .add_modifier(Modifier::BOLD | Modifier::REVERSED);
-    render(&session.markdown(), theme)
+    render_width(&session.markdown(), theme, width)
         .into_iter()
         .flat_map(|line| wrap(mark_matches(line, &terms, mark), width as usize))
         .collect()

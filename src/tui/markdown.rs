@@ -216,7 +216,7 @@ impl<'t> Renderer<'t> {
         if self.blank {
             self.blank = false;
             if !self.lines.is_empty() {
-                let blank = self.blank_prefix();
+                let blank = clip(self.blank_prefix(), self.width);
                 self.lines.push(Line::from(blank));
             }
         }

@@ -154,7 +154,7 @@ impl State {
         width: u16,
     ) -> Option<(Vec<Line<'static>>, usize)> {
         let opened = tail.find('\n').and_then(|end| {
-            let (c, n) = fence(&tail[..end]).filter(|_| !tail.starts_with(' '))?;
+            let (c, n) = fence(&tail[..end]).filter(|(c, _)| tail.starts_with(*c))?;
             let info = tail[n..end].trim();
             (c != '`' || !info.contains('`')).then_some((end, c, n, info))
         });
@@ -620,5 +620,19 @@ mod tests {
             view.lines(&text, &theme, 60),
             render_width(&text, &theme, 60)
         );
+    }
+
+    #[test]
+    fn odd_text_at_tiny_widths_never_panics_or_overflows() {
+        let theme = Theme::load("light", Depth::Ansi16).unwrap();
+        let odd = "\t```\tx\n> - 1. **a ~~b `c\n>> | 世 | 🎉 | x |\n|-|\n| a | b | c | d |\n\n                   - [ ] ![img](u) <a@b.c>\n   10. x\n\n    indented\n***\n# \n~~~\n```";
+        for width in [1u16, 2, 3, 5, 9] {
+            let view = StreamView::default();
+            for end in (0..=odd.len()).filter(|i| odd.is_char_boundary(*i)) {
+                for line in view.lines(&odd[..end], &theme, width) {
+                    assert!(line.width() <= width as usize, "{width}: {line:?}");
+                }
+            }
+        }
     }
 }

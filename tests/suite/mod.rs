@@ -12,4 +12,5 @@ mod support;
 mod tmux;
 mod tui_e2e;
 mod tui_states;
+mod tui_stream;
 mod workbench_e2e;
