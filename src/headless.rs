@@ -271,7 +271,10 @@ impl Transcript {
             return;
         }
         match event {
-            Event::SessionConfigured { .. } | Event::Usage { .. } | Event::BlockDelta { .. } => {}
+            Event::SessionConfigured { .. }
+            | Event::Usage { .. }
+            | Event::BlockDelta { .. }
+            | Event::ExecAwaitingInput { .. } => {}
             Event::RequestStarted { .. } => self.message.clear(),
             Event::AssistantDelta { text } => {
                 self.message.push_str(text);

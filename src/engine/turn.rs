@@ -500,6 +500,7 @@ impl Engine {
             code,
             timeout: self.config.block_timeout,
             stdin_eof: self.config.stdin_eof,
+            id: Some(block_id),
         };
         let events = self.events.clone();
         let mut sink = move |bytes: &[u8]| {
@@ -509,6 +510,7 @@ impl Engine {
             });
         };
         let kernels = self.kernels.clone();
+        let mut waiting = kernels.awaiting_input();
         let mut interrupted = false;
         let result = {
             let run = kernels.run(&block, &mut sink);
@@ -519,6 +521,10 @@ impl Engine {
                     // interrupt read below always has a block to reach.
                     biased;
                     result = &mut run => break result,
+                    Ok(()) = waiting.changed() => {
+                        let now = *waiting.borrow_and_update();
+                        self.emit(Event::ExecAwaitingInput { block_id, waiting: now });
+                    }
                     op = self.ops.recv(), if !self.ops_closed => match op {
                         Some(Op::Interrupt) => {
                             interrupted = true;

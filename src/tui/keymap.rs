@@ -17,9 +17,10 @@ pub enum Action {
     Help,
     Copy,
     LeaveTerminal,
+    FocusTerminal,
 }
 
-const ACTIONS: [(Action, &str, &str); 9] = [
+const ACTIONS: [(Action, &str, &str); 10] = [
     (Action::Run, "run", "y"),
     (Action::Edit, "edit", "e"),
     (Action::Skip, "skip", "n"),
@@ -29,6 +30,7 @@ const ACTIONS: [(Action, &str, &str); 9] = [
     (Action::Help, "help", "f1"),
     (Action::Copy, "copy", "ctrl-y"),
     (Action::LeaveTerminal, "leave_terminal", "ctrl-g"),
+    (Action::FocusTerminal, "focus_terminal", "ctrl-t"),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,8 @@ use tui_textarea::TextArea;
 use super::app::{App, Busy, Effect, Focus, new_input};
 use super::chat::Entry;
 use super::keymap::Action;
+use super::terminal::TerminalKey;
+pub use super::terminal::key_bytes;
 use crate::protocol::{Decision, Op};
 
 /// A second Ctrl-C within this long quits (when nothing runs).
@@ -62,17 +64,30 @@ impl App {
             self.open_browser();
             return Vec::new();
         }
+        if self.keymap.is(Action::FocusTerminal, &key)
+            && !self
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.editor.is_some() || p.reason)
+        {
+            self.focus = Focus::Terminal;
+            self.tab = Focus::Terminal;
+            return Vec::new();
+        }
         // The terminal pane takes every other key while it has focus; Ctrl-G leaves it.
         if self.focus == Focus::Terminal {
             if self.keymap.is(Action::LeaveTerminal, &key) {
                 self.focus = Focus::Input;
                 return Vec::new();
             }
-            return match key_bytes(&key) {
-                Some(data) if matches!(self.busy, Busy::Running(..)) => {
-                    vec![Effect::Op(Op::Input { data })]
+            let running = matches!(self.busy, Busy::Running(..));
+            return match self.terminal.handle_key(&key, running) {
+                TerminalKey::Send(data) => vec![Effect::Op(Op::Input { data })],
+                TerminalKey::Leave => {
+                    self.focus = Focus::Input;
+                    Vec::new()
                 }
-                _ => self.scroll_terminal(&key),
+                TerminalKey::Consumed | TerminalKey::Ignored => Vec::new(),
             };
         }
         if self.keymap.is(Action::Help, &key) {
@@ -347,18 +362,9 @@ impl App {
         }
     }
 
-    fn scroll_terminal(&mut self, key: &KeyEvent) -> Vec<Effect> {
-        self.terminal_scroll = scroll(self.terminal_scroll, key).min(super::app::SCROLLBACK);
-        self.terminal
-            .screen_mut()
-            .set_scrollback(self.terminal_scroll);
-        self.terminal_scroll = self.terminal.screen().scrollback();
-        Vec::new()
-    }
-
     fn copy_focused(&mut self) -> Vec<Effect> {
         let text = match self.focus {
-            Focus::Terminal => self.terminal.screen().contents(),
+            Focus::Terminal => self.terminal.contents(),
             Focus::Code => match (&self.pending, &self.shown_block) {
                 (Some(p), _) => p.code().to_string(),
                 (None, Some((b, _))) => b.code.clone(),
@@ -393,15 +399,7 @@ impl App {
             MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
                 let up = mouse.kind == MouseEventKind::ScrollUp;
                 match pane {
-                    Focus::Terminal => {
-                        let next = if up {
-                            self.terminal_scroll + 3
-                        } else {
-                            self.terminal_scroll.saturating_sub(3)
-                        };
-                        self.terminal.screen_mut().set_scrollback(next);
-                        self.terminal_scroll = self.terminal.screen().scrollback();
-                    }
+                    Focus::Terminal => self.terminal.scroll_by(if up { 3 } else { -3 }),
                     _ => {
                         self.chat_scroll = if up {
                             self.chat_scroll + 3
@@ -447,59 +445,18 @@ fn expand_home(path: &str) -> std::path::PathBuf {
     }
 }
 
-/// The bytes a key sends to a program in a terminal.
-pub fn key_bytes(key: &KeyEvent) -> Option<Vec<u8>> {
-    let alt = key.modifiers.contains(KeyModifiers::ALT);
-    let mut bytes = match key.code {
-        KeyCode::Char(c) if key.modifiers.contains(KeyModifiers::CONTROL) => {
-            let c = c.to_ascii_lowercase();
-            if c.is_ascii_lowercase() {
-                vec![(c as u8) - b'a' + 1]
-            } else {
-                match c {
-                    '@' | ' ' => vec![0],
-                    '[' => vec![0x1b],
-                    '\\' => vec![0x1c],
-                    ']' => vec![0x1d],
-                    _ => return None,
-                }
-            }
-        }
-        KeyCode::Char(c) => c.to_string().into_bytes(),
-        KeyCode::Enter => vec![b'\r'],
-        KeyCode::Backspace => vec![0x7f],
-        KeyCode::Tab => vec![b'\t'],
-        KeyCode::BackTab => b"\x1b[Z".to_vec(),
-        KeyCode::Esc => vec![0x1b],
-        KeyCode::Up => b"\x1b[A".to_vec(),
-        KeyCode::Down => b"\x1b[B".to_vec(),
-        KeyCode::Right => b"\x1b[C".to_vec(),
-        KeyCode::Left => b"\x1b[D".to_vec(),
-        KeyCode::Home => b"\x1b[H".to_vec(),
-        KeyCode::End => b"\x1b[F".to_vec(),
-        KeyCode::PageUp => b"\x1b[5~".to_vec(),
-        KeyCode::PageDown => b"\x1b[6~".to_vec(),
-        KeyCode::Delete => b"\x1b[3~".to_vec(),
-        KeyCode::Insert => b"\x1b[2~".to_vec(),
-        KeyCode::F(n @ 1..=4) => vec![0x1b, b'O', b'P' + n - 1],
-        _ => return None,
-    };
-    if alt {
-        bytes.insert(0, 0x1b);
-    }
-    Some(bytes)
-}
-
 /// The keys that work now, as (key, what it does), for the approval panel and the help.
 pub fn hints(app: &App) -> Vec<(String, &'static str)> {
     let k = |a: Action| app.keymap.label(a);
     let fixed = |s: &str| s.to_string();
     if app.focus == Focus::Terminal {
-        return vec![
-            (fixed("keys"), "go to the program"),
-            (k(Action::LeaveTerminal), "leave the terminal"),
-            (fixed("Ctrl-C"), "interrupt"),
-        ];
+        let running = matches!(app.busy, Busy::Running(..));
+        let mut hints = app.terminal.hints(running);
+        hints.push((k(Action::LeaveTerminal), "leave the terminal"));
+        if running {
+            hints.push((fixed("Ctrl-C"), "interrupt"));
+        }
+        return hints;
     }
     match &app.pending {
         Some(p) if p.editor.is_some() => vec![
@@ -527,7 +484,7 @@ pub fn hints(app: &App) -> Vec<(String, &'static str)> {
         None => match app.busy {
             Busy::Running(..) => vec![
                 (fixed("Ctrl-C"), "interrupt"),
-                (fixed("Tab"), "focus the terminal to type"),
+                (k(Action::FocusTerminal), "type into the program"),
                 (k(Action::Quit), "quit"),
             ],
             Busy::Thinking(_) => vec![

@@ -15,6 +15,7 @@ pub mod highlight;
 pub mod keymap;
 pub mod keys;
 pub mod markdown;
+pub mod terminal;
 pub mod theme;
 pub mod view;
 
