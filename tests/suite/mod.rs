@@ -6,6 +6,7 @@ mod kernels_control;
 mod model_server;
 mod sessions;
 mod support;
+mod terminal;
 mod tmux;
 mod tui_e2e;
 mod tui_states;
