@@ -511,12 +511,12 @@ fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
         key(&k(Action::Quit), "quit (asks first if a block runs)"),
         key("Tab / Shift-Tab", "move focus: input, chat, code, terminal"),
         key(
-            &k(Action::FocusTerminal),
-            "go to the terminal pane, to type into the running block",
-        ),
-        key(
-            &k(Action::LeaveTerminal),
-            "leave the terminal pane (keys go to the program there)",
+            &format!(
+                "{} / {}",
+                k(Action::FocusTerminal),
+                k(Action::LeaveTerminal)
+            ),
+            "go to / leave the terminal (keys go to the program there)",
         ),
         key(
             &k(Action::Copy),
