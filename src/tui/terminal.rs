@@ -10,6 +10,7 @@
 //! Matches of the search are found in the emulator's rows (scrollback and screen), so what
 //! is highlighted is exactly what is shown.
 
+use std::cell::{Ref, RefCell};
 use std::collections::VecDeque;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -86,8 +87,17 @@ struct Limits {
     total_bytes: usize,
 }
 
-pub struct TerminalPane {
+/// The emulator and how much of the last block's log it has seen.
+struct Emulator {
     parser: vt100::Parser,
+    /// Bytes of the last block's log fed to the parser.
+    fed: usize,
+}
+
+pub struct TerminalPane {
+    /// Fed when it is looked at, not for each chunk: a burst of output larger than the
+    /// scrollback is mostly skipped (see `feed`).
+    emulator: RefCell<Emulator>,
     limits: Limits,
     blocks: VecDeque<BlockLog>,
     /// Bytes in all the blocks' logs.
@@ -102,7 +112,10 @@ pub struct TerminalPane {
 impl TerminalPane {
     pub fn new(rows: u16, cols: u16) -> TerminalPane {
         TerminalPane {
-            parser: vt100::Parser::new(rows.max(1), cols.max(1), SCROLLBACK),
+            emulator: RefCell::new(Emulator {
+                parser: vt100::Parser::new(rows.max(1), cols.max(1), SCROLLBACK),
+                fed: 0,
+            }),
             limits: Limits {
                 block_lines: BLOCK_LINES,
                 total_bytes: TOTAL_BYTES,
@@ -116,16 +129,34 @@ impl TerminalPane {
     }
 
     /// The emulator's screen (with the scroll position applied).
-    pub fn screen(&self) -> &vt100::Screen {
-        self.parser.screen()
+    pub fn screen(&self) -> Ref<'_, vt100::Screen> {
+        Ref::map(self.view(), vt100::Parser::screen)
+    }
+
+    /// The emulator, up to date, to change.
+    fn em(&mut self) -> &mut vt100::Parser {
+        let emulator = self.emulator.get_mut();
+        feed(emulator, &self.blocks);
+        &mut emulator.parser
+    }
+
+    /// The emulator, up to date, to look at.
+    fn view(&self) -> Ref<'_, vt100::Parser> {
+        if let Ok(mut emulator) = self.emulator.try_borrow_mut() {
+            feed(&mut emulator, &self.blocks);
+        }
+        Ref::map(self.emulator.borrow(), |e| &e.parser)
     }
 
     /// A block starts: its separator line, and a new log.
     pub fn begin_block(&mut self, id: BlockId, language: &str) {
         let title = format!("{language} #{id}");
-        let separator = separator(&self.parser, self.fresh, &title, 0);
-        self.parser.process(&separator);
+        let fresh = self.fresh;
+        let parser = self.em();
+        let separator = separator(parser, fresh, &title, 0);
+        parser.process(&separator);
         self.fresh = false;
+        self.emulator.get_mut().fed = 0;
         self.blocks.push_back(BlockLog {
             title,
             id: Some(id),
@@ -142,9 +173,9 @@ impl TerminalPane {
         if bytes.is_empty() {
             return;
         }
-        self.parser.process(bytes);
         self.fresh = false;
         if self.blocks.is_empty() {
+            self.emulator.get_mut().fed = 0;
             self.blocks.push_back(BlockLog {
                 title: String::new(),
                 id: None,
@@ -159,12 +190,21 @@ impl TerminalPane {
         block.bytes.extend_from_slice(bytes);
         block.lines += memchr::memchr_iter(b'\n', bytes).count();
         self.total += bytes.len();
-        // Dropping half at a time keeps the cost per byte constant.
+        // Dropping half at a time keeps the cost per byte constant. The emulator sees what
+        // is dropped first.
         let limits = self.limits;
-        if block.lines > 2 * limits.block_lines {
-            self.total -= trim_lines(block, limits.block_lines);
+        let too_long = block.lines > 2 * limits.block_lines;
+        let too_much = self.total > limits.total_bytes;
+        if too_long || too_much {
+            feed(self.emulator.get_mut(), &self.blocks);
         }
-        if self.total > limits.total_bytes {
+        if too_long && let Some(block) = self.blocks.back_mut() {
+            let cut = trim_lines(block, limits.block_lines);
+            self.total -= cut;
+            let emulator = self.emulator.get_mut();
+            emulator.fed = emulator.fed.saturating_sub(cut);
+        }
+        if too_much {
             self.trim_total(limits.total_bytes / 4 * 3);
         }
     }
@@ -188,7 +228,7 @@ impl TerminalPane {
 
     /// Forgets everything (a new conversation).
     pub fn clear(&mut self) {
-        let (rows, cols) = self.parser.screen().size();
+        let (rows, cols) = self.em().screen().size();
         let limits = self.limits;
         *self = TerminalPane::new(rows, cols);
         self.limits = limits;
@@ -197,12 +237,14 @@ impl TerminalPane {
     /// The pane has a new inner size: the emulator is rebuilt at it from the kept output.
     /// Returns whether the size changed (and so the programs' terminals must follow).
     pub fn resize(&mut self, rows: u16, cols: u16) -> bool {
-        if rows == 0 || cols == 0 || self.parser.screen().size() == (rows, cols) {
+        if rows == 0 || cols == 0 || self.em().screen().size() == (rows, cols) {
             return false;
         }
-        let scroll = self.parser.screen().scrollback();
-        self.parser = self.replay(rows, cols);
-        self.parser.screen_mut().set_scrollback(scroll);
+        let scroll = self.em().screen().scrollback();
+        let parser = self.replay(rows, cols);
+        let fed = self.blocks.back().map_or(0, |b| b.bytes.len());
+        *self.emulator.get_mut() = Emulator { parser, fed };
+        self.em().screen_mut().set_scrollback(scroll);
         if !self.search.query.is_empty() {
             self.find();
         }
@@ -255,7 +297,8 @@ impl TerminalPane {
 
     /// Drops the oldest output until at most `target` bytes are kept.
     fn trim_total(&mut self, target: usize) {
-        for block in self.blocks.iter_mut() {
+        let last = self.blocks.len().checked_sub(1);
+        for (index, block) in self.blocks.iter_mut().enumerate() {
             if self.total <= target {
                 break;
             }
@@ -268,6 +311,10 @@ impl TerminalPane {
             .min(block.bytes.len());
             let lines = memchr::memchr_iter(b'\n', &block.bytes[..cut]).count();
             block.bytes.drain(..cut);
+            if last == Some(index) {
+                let emulator = self.emulator.get_mut();
+                emulator.fed = emulator.fed.saturating_sub(cut);
+            }
             block.lines -= lines;
             block.dropped += lines.max(1);
             self.total -= cut;
@@ -276,27 +323,27 @@ impl TerminalPane {
 
     /// Lines scrolled up from the bottom.
     pub fn scroll(&self) -> usize {
-        self.parser.screen().scrollback()
+        self.view().screen().scrollback()
     }
 
     /// Scrolls up (positive) or down (negative) by so many rows.
     pub fn scroll_by(&mut self, rows: isize) {
         let now = self.scroll();
         let next = now.saturating_add_signed(rows);
-        self.parser.screen_mut().set_scrollback(next);
+        self.em().screen_mut().set_scrollback(next);
     }
 
     pub fn scroll_to_bottom(&mut self) {
-        self.parser.screen_mut().set_scrollback(0);
+        self.em().screen_mut().set_scrollback(0);
     }
 
     fn scroll_to_top(&mut self) {
-        self.parser.screen_mut().set_scrollback(usize::MAX);
+        self.em().screen_mut().set_scrollback(usize::MAX);
     }
 
     /// The text on the screen now (what the pane shows).
     pub fn contents(&self) -> String {
-        self.parser.screen().contents()
+        self.view().screen().contents()
     }
 
     /// A block's kept output as plain text (escape sequences applied, as a terminal shows
@@ -314,7 +361,7 @@ impl TerminalPane {
 
     /// Every row of the emulator, scrollback first.
     fn all_rows(&mut self) -> Vec<String> {
-        let screen = self.parser.screen_mut();
+        let screen = self.em().screen_mut();
         let keep = screen.scrollback();
         screen.set_scrollback(usize::MAX);
         let depth = screen.scrollback();
@@ -354,7 +401,7 @@ impl TerminalPane {
         let rows = self.all_rows();
         self.search.depth = rows
             .len()
-            .saturating_sub(usize::from(self.parser.screen().size().0));
+            .saturating_sub(usize::from(self.em().screen().size().0));
         let mut matches = Vec::new();
         for (row, text) in rows.iter().enumerate() {
             for (col, width) in find_in_row(text, &query) {
@@ -393,7 +440,7 @@ impl TerminalPane {
         let Some(m) = self.search.matches.get(index).copied() else {
             return;
         };
-        let screen = self.parser.screen_mut();
+        let screen = self.em().screen_mut();
         let keep = screen.scrollback();
         screen.set_scrollback(usize::MAX);
         let depth = screen.scrollback();
@@ -453,7 +500,7 @@ impl TerminalPane {
             return TerminalKey::Consumed;
         }
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
-        let rows = self.parser.screen().size().0 as isize;
+        let rows = self.em().screen().size().0 as isize;
         match key.code {
             KeyCode::PageUp if shift || !running => {
                 self.scroll_by(rows.max(2) - 1);
@@ -558,10 +605,11 @@ impl TerminalPane {
         }
         let inner = block.inner(area);
         let mut cursor = tui_term::widget::Cursor::default();
-        if !show_cursor || self.parser.screen().hide_cursor() || self.scroll() > 0 {
+        let parser = self.view();
+        if !show_cursor || parser.screen().hide_cursor() || parser.screen().scrollback() > 0 {
             cursor.hide();
         }
-        let widget = PseudoTerminal::new(self.parser.screen())
+        let widget = PseudoTerminal::new(parser.screen())
             .block(block)
             .cursor(cursor);
         frame.render_widget(widget, area);
@@ -574,7 +622,8 @@ impl TerminalPane {
         if query.is_empty() {
             return;
         }
-        let screen = self.parser.screen();
+        let parser = self.view();
+        let screen = parser.screen();
         let (_, cols) = screen.size();
         let current = self
             .search
@@ -609,8 +658,7 @@ impl TerminalPane {
 
     /// Where an absolute row is on the pane now, if it is visible.
     fn visible_row(&self, row: usize) -> Option<usize> {
-        let screen = self.parser.screen();
-        let rows = usize::from(screen.size().0);
+        let rows = usize::from(self.view().screen().size().0);
         let top = self.top_row();
         (row >= top && row < top + rows).then(|| row - top)
     }
@@ -619,6 +667,39 @@ impl TerminalPane {
     fn top_row(&self) -> usize {
         self.search.depth.saturating_sub(self.scroll())
     }
+}
+
+/// Feeds the emulator what of the last block's log it has not seen. When that is more
+/// lines than the scrollback holds, plain text (no escape sequence) before the last ones is
+/// skipped: it would scroll out of reach anyway, and a burst of output costs the emulator
+/// only what it can show.
+fn feed(emulator: &mut Emulator, blocks: &VecDeque<BlockLog>) {
+    let Some(block) = blocks.back() else {
+        return;
+    };
+    let Some(mut pending) = block.bytes.get(emulator.fed..) else {
+        emulator.fed = block.bytes.len();
+        return;
+    };
+    if pending.is_empty() {
+        return;
+    }
+    let keep = SCROLLBACK + usize::from(emulator.parser.screen().size().0);
+    // Only a large burst is worth counting.
+    if pending.len() > keep * 16 {
+        let lines = memchr::memchr_iter(b'\n', pending).count();
+        if lines > keep {
+            let cut = nth_line_start(pending, lines - keep);
+            if memchr::memchr(0x1b, &pending[..cut]).is_none() {
+                if emulator.parser.screen().cursor_position().1 > 0 {
+                    emulator.parser.process(b"\r\n");
+                }
+                pending = &pending[cut..];
+            }
+        }
+    }
+    emulator.parser.process(pending);
+    emulator.fed = block.bytes.len();
 }
 
 /// The bytes of a block's separator line: `── python #3 ──`, with a note of dropped lines.

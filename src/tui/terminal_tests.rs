@@ -262,3 +262,43 @@ fn clearing_forgets_the_output() {
     assert!(pane.resize(12, 40));
     assert!(!pane.contents().contains("gone"));
 }
+
+#[test]
+fn a_burst_larger_than_the_scrollback_shows_as_if_fed_line_by_line() {
+    let burst: String = (1..=30_000)
+        .map(|i| format!("burst line {i}\r\n"))
+        .collect();
+    // Fed at once and looked at once: most of the burst is skipped.
+    let mut lazy = TerminalPane::new(10, 40);
+    lazy.begin_block(1, "python");
+    lazy.process(burst.as_bytes());
+    // Fed in small pieces, each looked at: nothing is skipped.
+    let mut eager = TerminalPane::new(10, 40);
+    eager.begin_block(1, "python");
+    for chunk in burst.as_bytes().chunks(4096) {
+        eager.process(chunk);
+        let _ = eager.contents();
+    }
+    let (lazy_rows, eager_rows) = (lazy.all_rows(), eager.all_rows());
+    assert!(lazy_rows.len() >= SCROLLBACK, "{}", lazy_rows.len());
+    let tail = 9_000;
+    assert_eq!(
+        lazy_rows[lazy_rows.len() - tail..],
+        eager_rows[eager_rows.len() - tail..]
+    );
+    assert_eq!(lazy.contents(), eager.contents());
+    assert!(lazy.contents().contains("burst line 30000"));
+}
+
+#[test]
+fn escape_sequences_in_a_burst_are_never_skipped() {
+    // Alternate screen entered early in a long burst: it must still be in effect.
+    let mut pane = TerminalPane::new(10, 40);
+    pane.begin_block(1, "python");
+    let mut burst = String::from("\x1b[?1049h");
+    for i in 1..=30_000 {
+        burst.push_str(&format!("frame {i}\r\n"));
+    }
+    pane.process(burst.as_bytes());
+    assert!(pane.screen().alternate_screen());
+}

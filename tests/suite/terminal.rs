@@ -40,7 +40,10 @@ async fn a_python_input_is_noticed_and_answered() {
     let kernels = Arc::new(kernels);
     let (handle, seen) = spawn_block(
         kernels.clone(),
-        Block::new(Language::Python, "name = input('name? ')\nprint('hello', name)"),
+        Block::new(
+            Language::Python,
+            "name = input('name? ')\nprint('hello', name)",
+        ),
     );
     wait_for_output(&seen, "name? ", Duration::from_secs(10)).await;
     let took = noticed_within(&kernels, Duration::from_secs(3)).await;
@@ -92,7 +95,11 @@ async fn a_shell_read_and_a_program_it_starts_are_noticed() {
     );
     kernels.write_input(b"two\r").expect("write");
     let result = handle.await.expect("join");
-    assert!(result.output.contains("child got two"), "{:?}", result.output);
+    assert!(
+        result.output.contains("child got two"),
+        "{:?}",
+        result.output
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,11 +127,7 @@ async fn a_traceback_names_the_block_by_its_session_id() {
     for _ in 0..2 {
         run_block(&kernels, Block::new(Language::Python, "pass")).await;
     }
-    let (result, _) = run_block(
-        &kernels,
-        Block::new(Language::Python, "x = 1\n1 / 0").id(7),
-    )
-    .await;
+    let (result, _) = run_block(&kernels, Block::new(Language::Python, "x = 1\n1 / 0").id(7)).await;
     assert!(result.output.contains("<block 7>"), "{}", result.output);
     let (result, _) = run_block(&kernels, Block::new(Language::Shell, "echo hi").id(8)).await;
     assert_eq!(result.block_id, 8);
@@ -302,7 +305,9 @@ async fn an_input_is_answered_through_the_terminal_pane() {
     tmux.wait_for("Input").await;
     tmux.type_text("ask my name");
     tmux.send(&["Enter"]);
-    let screen = tmux.wait_for("waiting for input · Ctrl-T types into it").await;
+    let screen = tmux
+        .wait_for("waiting for input · Ctrl-T types into it")
+        .await;
     assert!(screen.contains("name? "), "{screen}");
     tmux.send(&["C-t"]);
     tmux.wait_for("waiting for input · type, then Enter").await;
