@@ -26,8 +26,12 @@ use unicode_width::UnicodeWidthStr;
 use super::theme::Theme;
 use crate::protocol::BlockId;
 
-/// Rows the emulator keeps above its screen.
-pub const SCROLLBACK: usize = 10_000;
+/// Rows the emulator keeps above its screen while the person looks at the bottom: little,
+/// so that a flood of output stays cheap.
+pub const SCROLLBACK: usize = 2_000;
+/// Rows it keeps once the person scrolls past those, or searches: rebuilt from the kept
+/// output, and back to `SCROLLBACK` at the bottom again.
+pub const DEEP_SCROLLBACK: usize = 10_000;
 /// Lines of each block's output that are kept at least (more while it streams).
 pub const BLOCK_LINES: usize = 10_000;
 /// The most raw output kept over all blocks; past it the oldest blocks lose their heads.
@@ -92,6 +96,8 @@ struct Emulator {
     parser: vt100::Parser,
     /// Bytes of the last block's log fed to the parser.
     fed: usize,
+    /// The parser's scrollback rows: `SCROLLBACK` or `DEEP_SCROLLBACK`.
+    depth: usize,
 }
 
 pub struct TerminalPane {
@@ -115,6 +121,7 @@ impl TerminalPane {
             emulator: RefCell::new(Emulator {
                 parser: vt100::Parser::new(rows.max(1), cols.max(1), SCROLLBACK),
                 fed: 0,
+                depth: SCROLLBACK,
             }),
             limits: Limits {
                 block_lines: BLOCK_LINES,
@@ -240,22 +247,38 @@ impl TerminalPane {
         if rows == 0 || cols == 0 || self.em().screen().size() == (rows, cols) {
             return false;
         }
-        let scroll = self.em().screen().scrollback();
-        let parser = self.replay(rows, cols);
-        let fed = self.blocks.back().map_or(0, |b| b.bytes.len());
-        *self.emulator.get_mut() = Emulator { parser, fed };
-        self.em().screen_mut().set_scrollback(scroll);
+        let depth = self.emulator.get_mut().depth;
+        self.rebuild(rows, cols, depth);
         if !self.search.query.is_empty() {
             self.find();
         }
         true
     }
 
+    /// Replaces the emulator with one of this size and scrollback, at the same distance
+    /// from the bottom.
+    fn rebuild(&mut self, rows: u16, cols: u16, depth: usize) {
+        let scroll = self.em().screen().scrollback();
+        let parser = self.replay(rows, cols, depth);
+        let fed = self.blocks.back().map_or(0, |b| b.bytes.len());
+        *self.emulator.get_mut() = Emulator { parser, fed, depth };
+        self.em().screen_mut().set_scrollback(scroll);
+    }
+
+    /// The deep scrollback (when `deep`) or the light one, rebuilt if it is not in use.
+    fn use_depth(&mut self, deep: bool) {
+        let depth = if deep { DEEP_SCROLLBACK } else { SCROLLBACK };
+        if self.emulator.get_mut().depth != depth {
+            let (rows, cols) = self.em().screen().size();
+            self.rebuild(rows, cols, depth);
+        }
+    }
+
     /// A new emulator of this size that has seen as much of the kept output as it can show.
-    fn replay(&self, rows: u16, cols: u16) -> vt100::Parser {
-        let mut parser = vt100::Parser::new(rows, cols, SCROLLBACK);
+    fn replay(&self, rows: u16, cols: u16, depth: usize) -> vt100::Parser {
+        let mut parser = vt100::Parser::new(rows, cols, depth);
         // From the end back, the blocks (and the part of the first) that fill the scrollback.
-        let mut budget = SCROLLBACK + usize::from(rows);
+        let mut budget = depth + usize::from(rows);
         let mut first = 0;
         let mut skip = 0;
         for (i, block) in self.blocks.iter().enumerate().rev() {
@@ -331,13 +354,24 @@ impl TerminalPane {
         let now = self.scroll();
         let next = now.saturating_add_signed(rows);
         self.em().screen_mut().set_scrollback(next);
+        if self.scroll() < next {
+            // The top of the light scrollback: the deep one may hold more.
+            self.use_depth(true);
+            self.em().screen_mut().set_scrollback(next);
+        } else if next == 0 {
+            self.scroll_to_bottom();
+        }
     }
 
     pub fn scroll_to_bottom(&mut self) {
         self.em().screen_mut().set_scrollback(0);
+        if self.search.query.is_empty() {
+            self.use_depth(false);
+        }
     }
 
     fn scroll_to_top(&mut self) {
+        self.use_depth(true);
         self.em().screen_mut().set_scrollback(usize::MAX);
     }
 
@@ -398,6 +432,7 @@ impl TerminalPane {
             .search
             .current
             .and_then(|i| self.search.matches.get(i).copied());
+        self.use_depth(true);
         let rows = self.all_rows();
         self.search.depth = rows
             .len()
@@ -684,7 +719,7 @@ fn feed(emulator: &mut Emulator, blocks: &VecDeque<BlockLog>) {
     if pending.is_empty() {
         return;
     }
-    let keep = SCROLLBACK + usize::from(emulator.parser.screen().size().0);
+    let keep = emulator.depth + usize::from(emulator.parser.screen().size().0);
     // Only a large burst is worth counting.
     if pending.len() > keep * 16 {
         let lines = memchr::memchr_iter(b'\n', pending).count();

@@ -281,7 +281,7 @@ fn a_burst_larger_than_the_scrollback_shows_as_if_fed_line_by_line() {
     }
     let (lazy_rows, eager_rows) = (lazy.all_rows(), eager.all_rows());
     assert!(lazy_rows.len() >= SCROLLBACK, "{}", lazy_rows.len());
-    let tail = 9_000;
+    let tail = 1_900;
     assert_eq!(
         lazy_rows[lazy_rows.len() - tail..],
         eager_rows[eager_rows.len() - tail..]
@@ -301,4 +301,27 @@ fn escape_sequences_in_a_burst_are_never_skipped() {
     }
     pane.process(burst.as_bytes());
     assert!(pane.screen().alternate_screen());
+}
+
+#[test]
+fn scrolling_past_the_light_scrollback_reaches_ten_thousand_lines() {
+    let mut pane = TerminalPane::new(10, 40);
+    count_block(&mut pane, 1, "line", 1..=9_000);
+    assert_eq!(pane.emulator.get_mut().depth, SCROLLBACK);
+    // PgUp to the top of the light scrollback, then further: the deep one takes over.
+    for _ in 0..(SCROLLBACK / 9 + 2) {
+        pane.handle_key(&key(KeyCode::PageUp), false);
+    }
+    assert_eq!(pane.emulator.get_mut().depth, DEEP_SCROLLBACK);
+    pane.handle_key(&key(KeyCode::Home), false);
+    let screen = pane.contents();
+    assert!(
+        screen.contains("── python #1 ──") && screen.contains("line 1\n"),
+        "{screen}"
+    );
+    // Back at the bottom the light one is back, showing the end.
+    pane.handle_key(&key(KeyCode::End), false);
+    assert_eq!(pane.emulator.get_mut().depth, SCROLLBACK);
+    assert!(pane.contents().contains("line 9000"));
+    assert_eq!(pane.scroll(), 0);
 }
