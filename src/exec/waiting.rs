@@ -117,7 +117,7 @@ pub(crate) fn epoll_input_fds(fdinfo: &str) -> Vec<i32> {
 mod linux {
     use std::collections::HashSet;
     use std::os::unix::fs::FileExt;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     use super::{Wait, classify, epoll_input_fds, parse_syscall};
 
@@ -227,7 +227,7 @@ mod linux {
     /// Whether descriptor `fd` of `pid` is the terminal.
     fn is_terminal(pid: i32, fd: i32, tty: &Path) -> bool {
         std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
-            .is_ok_and(|target| target == tty || target == PathBuf::from("/dev/tty"))
+            .is_ok_and(|target| target == tty || target == Path::new("/dev/tty"))
     }
 
     /// Reads `len` bytes of `pid`'s memory at `address`.
