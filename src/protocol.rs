@@ -147,7 +147,9 @@ pub enum Event {
         data: Vec<u8>,
     },
     /// The running block waits for keyboard input (nothing printed for a while, and the
-    /// terminal's foreground process blocked reading it), or no longer does.
+    /// terminal's foreground process blocked reading it), or no longer does (output or
+    /// input resumed). A `waiting: true` is always followed by a `false` before the block's
+    /// `ExecFinished`.
     ExecAwaitingInput { block_id: BlockId, waiting: bool },
     /// The block ended.
     ExecFinished {

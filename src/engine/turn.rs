@@ -511,6 +511,7 @@ impl Engine {
         };
         let kernels = self.kernels.clone();
         let mut waiting = kernels.awaiting_input();
+        let mut said_waiting = false;
         let mut interrupted = false;
         let result = {
             let run = kernels.run(&block, &mut sink);
@@ -523,7 +524,10 @@ impl Engine {
                     result = &mut run => break result,
                     Ok(()) = waiting.changed() => {
                         let now = *waiting.borrow_and_update();
-                        self.emit(Event::ExecAwaitingInput { block_id, waiting: now });
+                        if now != said_waiting {
+                            said_waiting = now;
+                            self.emit(Event::ExecAwaitingInput { block_id, waiting: now });
+                        }
                     }
                     op = self.ops.recv(), if !self.ops_closed => match op {
                         Some(Op::Interrupt) => {
@@ -546,6 +550,13 @@ impl Engine {
                 }
             }
         };
+        if said_waiting {
+            // Every "waiting" is followed by its end, before the block's.
+            self.emit(Event::ExecAwaitingInput {
+                block_id,
+                waiting: false,
+            });
+        }
         self.emit(Event::ExecFinished {
             block_id,
             result: result.clone(),
