@@ -274,7 +274,8 @@ impl Transcript {
             Event::SessionConfigured { .. }
             | Event::Usage { .. }
             | Event::BlockDelta { .. }
-            | Event::UserMessage { .. } => {}
+            | Event::UserMessage { .. }
+            | Event::ExecAwaitingInput { .. } => {}
             Event::RequestStarted { .. } => self.message.clear(),
             Event::AssistantDelta { text } => {
                 self.message.push_str(text);

@@ -149,6 +149,11 @@ pub enum Event {
         #[serde(with = "lossy_bytes")]
         data: Vec<u8>,
     },
+    /// The running block waits for keyboard input (nothing printed for a while, and the
+    /// terminal's foreground process blocked reading it), or no longer does (output or
+    /// input resumed). A `waiting: true` is always followed by a `false` before the block's
+    /// `ExecFinished`.
+    ExecAwaitingInput { block_id: BlockId, waiting: bool },
     /// The block ended.
     ExecFinished {
         block_id: BlockId,

@@ -504,6 +504,7 @@ impl Engine {
             code,
             timeout: self.config.block_timeout,
             stdin_eof: self.config.stdin_eof,
+            id: Some(block_id),
         };
         let events = self.events.clone();
         let mut sink = move |bytes: &[u8]| {
@@ -513,6 +514,8 @@ impl Engine {
             });
         };
         let kernels = self.kernels.clone();
+        let mut waiting = kernels.awaiting_input();
+        let mut said_waiting = false;
         let mut interrupted = false;
         let result = {
             let run = kernels.run(&block, &mut sink);
@@ -523,6 +526,13 @@ impl Engine {
                     // interrupt read below always has a block to reach.
                     biased;
                     result = &mut run => break result,
+                    Ok(()) = waiting.changed() => {
+                        let now = *waiting.borrow_and_update();
+                        if now != said_waiting {
+                            said_waiting = now;
+                            self.emit(Event::ExecAwaitingInput { block_id, waiting: now });
+                        }
+                    }
                     op = self.ops.recv(), if !self.ops_closed => match op {
                         Some(Op::Interrupt) => {
                             interrupted = true;
@@ -544,6 +554,13 @@ impl Engine {
                 }
             }
         };
+        if said_waiting {
+            // Every "waiting" is followed by its end, before the block's.
+            self.emit(Event::ExecAwaitingInput {
+                block_id,
+                waiting: false,
+            });
+        }
         self.emit(Event::ExecFinished {
             block_id,
             result: result.clone(),

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use portable_pty::{CommandBuilder, PtySize};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio::time::{sleep_until, timeout};
 
 use super::language::{Interpreter, Language};
@@ -28,6 +28,10 @@ use super::text::TextCapture;
 const DRAIN_IDLE: Duration = Duration::from_millis(250);
 /// How long to wait for a killed kernel to be reaped.
 const REAP_WAIT: Duration = Duration::from_secs(3);
+/// A block silent this long may be waiting for input: its terminal is looked at.
+const QUIET: Duration = Duration::from_millis(300);
+/// How often a silent block's terminal is looked at.
+const PROBE_EVERY: Duration = Duration::from_millis(250);
 
 /// How one block is to be run.
 #[derive(Debug, Clone)]
@@ -120,9 +124,14 @@ impl Kernel {
         code: &str,
         opts: &RunOptions,
         interrupt: &Notify,
+        waiting: &watch::Sender<bool>,
         sink: &mut (dyn FnMut(&[u8]) + Send),
     ) -> RunResult {
         let started = Instant::now();
+        let set_waiting = |now: bool| {
+            waiting.send_if_modified(|w| std::mem::replace(w, now) != now);
+        };
+        set_waiting(false);
         self.pass_idle_output(sink);
         self.process.control.restore_modes();
         let block_file = match self.hand_over(block_id, code) {
@@ -150,6 +159,11 @@ impl Kernel {
         let mut timed_out = false;
         let mut grace: Option<tokio::time::Instant> = None;
         let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
+        // Nobody can answer when stdin sees end-of-file: no need to notice waits then.
+        let probing = !opts.stdin_eof;
+        let mut last_output = tokio::time::Instant::now();
+        let mut probe = tokio::time::interval(PROBE_EVERY);
+        probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
         let end = loop {
             if self.process.exited().is_some() {
@@ -161,6 +175,8 @@ impl Kernel {
             tokio::select! {
                 chunk = self.process.output.recv() => match chunk {
                     Some(chunk) => {
+                        last_output = tokio::time::Instant::now();
+                        set_waiting(false);
                         let mut both = |b: &[u8]| {
                             sink(b);
                             capture.feed(b);
@@ -182,6 +198,11 @@ impl Kernel {
                     }
                 },
                 _ = self.process.exit.changed() => {}
+                _ = probe.tick(), if probing => {
+                    if last_output.elapsed() >= QUIET {
+                        set_waiting(self.process.control.waits_for_input());
+                    }
+                }
                 _ = interrupt.notified() => {
                     interrupted = true;
                     self.process.control.interrupt();
@@ -199,6 +220,7 @@ impl Kernel {
                 }
             }
         };
+        set_waiting(false);
         scanner.flush(&mut |b| {
             sink(b);
             capture.feed(b);

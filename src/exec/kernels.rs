@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 use super::kernel::{Kernel, RunOptions};
 use super::language::{Language, find_interpreter};
@@ -59,6 +59,9 @@ pub struct Block {
     pub timeout: Option<Duration>,
     /// Nobody can type into the terminal: reads from it see end-of-file.
     pub stdin_eof: bool,
+    /// The id the code is known by (`<block 3>` in tracebacks); None: the next of a count
+    /// the kernels keep.
+    pub id: Option<u64>,
 }
 
 impl Block {
@@ -68,7 +71,14 @@ impl Block {
             code: code.into(),
             timeout: None,
             stdin_eof: false,
+            id: None,
         }
+    }
+
+    /// The id the code is known by, as the person sees it (`python #3`).
+    pub fn id(mut self, id: u64) -> Self {
+        self.id = Some(id);
+        self
     }
 
     pub fn timeout(mut self, timeout: Duration) -> Self {
@@ -104,6 +114,8 @@ pub struct Kernels {
     active: Mutex<Option<Active>>,
     size: Mutex<(u16, u16)>,
     next_block: AtomicU64,
+    /// Whether the running block waits for keyboard input.
+    waiting: watch::Sender<bool>,
 }
 
 impl Kernels {
@@ -115,6 +127,7 @@ impl Kernels {
             active: Mutex::new(None),
             size: Mutex::new(size),
             next_block: AtomicU64::new(1),
+            waiting: watch::channel(false).0,
         }
     }
 
@@ -125,7 +138,9 @@ impl Kernels {
     /// Runs a block in its language's kernel, starting the kernel if needed. Every output
     /// byte goes to `sink` as it arrives. Never fails: what went wrong is in the result.
     pub async fn run(&self, block: &Block, sink: &mut (dyn FnMut(&[u8]) + Send)) -> RunResult {
-        let id = self.next_block.fetch_add(1, Ordering::Relaxed);
+        let id = block
+            .id
+            .unwrap_or_else(|| self.next_block.fetch_add(1, Ordering::Relaxed));
         if block.language == Language::Html {
             return self.write_html(id, &block.code);
         }
@@ -167,7 +182,9 @@ impl Kernels {
             max_output: self.config.max_output,
             stdin_eof: block.stdin_eof,
         };
-        let mut result = kernel.run(id, &block.code, &opts, &interrupt, sink).await;
+        let mut result = kernel
+            .run(id, &block.code, &opts, &interrupt, &self.waiting, sink)
+            .await;
         if let Some(note) = restarted_note {
             result.notes.insert(0, note);
         }
@@ -278,6 +295,13 @@ impl Kernels {
             .lock()
             .map(|s| *s)
             .unwrap_or((self.config.rows, self.config.cols))
+    }
+
+    /// Follows whether the running block waits for keyboard input: true once it has printed
+    /// nothing for a moment and its terminal's foreground process is blocked reading the
+    /// terminal (Linux); false again when output comes or the block ends.
+    pub fn awaiting_input(&self) -> watch::Receiver<bool> {
+        self.waiting.subscribe()
     }
 
     /// Whether a block is running now.

@@ -19,6 +19,7 @@ mod pty;
 pub mod reaper;
 mod result;
 mod text;
+mod waiting;
 
 pub use kernels::{Block, KernelConfig, Kernels};
 pub use language::Language;

@@ -37,6 +37,8 @@ pub(crate) struct PtyControl {
     pid: i32,
     /// The terminal modes the PTY started with, put back before each block.
     sane: Option<libc::termios>,
+    /// The terminal's device (`/dev/pts/N`), to know when a program reads it.
+    tty: Option<std::path::PathBuf>,
 }
 
 /// A process in a PTY, as its owner sees it.
@@ -97,12 +99,14 @@ impl PtyProcess {
             })?;
 
         let sane = get_termios(master_fd);
+        let tty = master.tty_name();
         Ok(PtyProcess {
             control: Arc::new(PtyControl {
                 master: Mutex::new(master),
                 writer: Mutex::new(writer),
                 pid,
                 sane,
+                tty,
             }),
             output: out_rx,
             exit: exit_rx,
@@ -148,6 +152,21 @@ impl PtyControl {
         unsafe {
             libc::killpg(group, libc::SIGINT);
         }
+    }
+
+    /// Whether the terminal's foreground process group is blocked reading the terminal
+    /// (Linux; elsewhere always false).
+    pub fn waits_for_input(&self) -> bool {
+        let Some(tty) = &self.tty else {
+            return false;
+        };
+        let group = self
+            .master
+            .lock()
+            .ok()
+            .and_then(|m| m.process_group_leader())
+            .filter(|&g| g > 0);
+        group.is_some_and(|group| super::waiting::group_reads_terminal(self.pid, group, tty))
     }
 
     /// Kills the process, and every process of its session that was not detached.

@@ -16,16 +16,13 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyEvent, MouseEvent};
-use tui_term::vt100;
 use tui_textarea::TextArea;
 
 use super::chat::{BlockState, Chat, Entry};
+use super::terminal::TerminalPane;
 use super::theme::Theme;
 use crate::exec::RunStatus;
 use crate::protocol::{BlockId, Event, Op, ProposedBlock, TurnEnd};
-
-/// Lines the terminal pane keeps above its screen.
-pub const SCROLLBACK: usize = 2000;
 
 #[derive(Debug)]
 pub enum Msg {
@@ -144,8 +141,7 @@ pub struct App {
     pub busy: Busy,
     /// A turn is under way (between the first request and its end).
     pub in_turn: bool,
-    pub terminal: vt100::Parser,
-    pub terminal_scroll: usize,
+    pub terminal: TerminalPane,
     pub input: TextArea<'static>,
     pub history: Vec<String>,
     pub history_pos: Option<usize>,
@@ -210,8 +206,7 @@ impl App {
             shown_block: None,
             busy: Busy::Idle,
             in_turn: false,
-            terminal: vt100::Parser::new(24, 80, SCROLLBACK),
-            terminal_scroll: 0,
+            terminal: TerminalPane::new(24, 80),
             input: new_input(),
             history: Vec::new(),
             history_pos: None,
@@ -300,11 +295,9 @@ impl App {
 
     /// The terminal pane's size changed: resize the emulator and the kernels' PTYs.
     pub fn resize_terminal(&mut self, rows: u16, cols: u16) -> Vec<Effect> {
-        let (r, c) = self.terminal.screen().size();
-        if (r, c) == (rows, cols) || rows == 0 || cols == 0 {
+        if !self.terminal.resize(rows, cols) {
             return Vec::new();
         }
-        self.terminal.screen_mut().set_size(rows, cols);
         vec![Effect::Op(Op::Resize { rows, cols })]
     }
 
@@ -391,7 +384,6 @@ impl App {
             } => {
                 self.clear_pending(block_id);
                 self.busy = Busy::Running(block_id, Instant::now());
-                self.terminal_scroll = 0;
                 if !self
                     .chat
                     .entries
@@ -419,11 +411,7 @@ impl App {
                         String::new()
                     },
                 );
-                let header = format!(
-                    "\r\n\x1b[2m── {} #{block_id} ──\x1b[0m\r\n",
-                    language.name()
-                );
-                self.terminal.process(header.as_bytes());
+                self.terminal.begin_block(block_id, language.name());
                 if let Some(Entry::Block { code: shown, .. }) = self
                     .chat
                     .entries
@@ -452,7 +440,13 @@ impl App {
                 self.output_shown |= !data.is_empty();
                 self.terminal.process(&data);
             }
+            Event::ExecAwaitingInput { block_id, waiting } => {
+                if matches!(self.busy, Busy::Running(id, _) if id == block_id) {
+                    self.terminal.set_waiting(waiting);
+                }
+            }
             Event::ExecFinished { block_id, result } => {
+                self.terminal.end_block();
                 let edited = self.chat.entries.iter().any(|e| {
                     matches!(e, Entry::Block { id, detail, .. } if *id == block_id && detail == "edited")
                 });
@@ -523,11 +517,7 @@ impl App {
             Event::HistoryChanged { note, messages } => {
                 if messages == 0 {
                     self.chat.clear();
-                    self.terminal = vt100::Parser::new(
-                        self.terminal.screen().size().0,
-                        self.terminal.screen().size().1,
-                        SCROLLBACK,
-                    );
+                    self.terminal.clear();
                     self.shown_block = None;
                 }
                 self.chat.push(Entry::Notice(note));
@@ -634,11 +624,7 @@ impl App {
         self.streaming.clear();
         self.setup = None;
         self.proposed.clear();
-        self.terminal = vt100::Parser::new(
-            self.terminal.screen().size().0,
-            self.terminal.screen().size().1,
-            SCROLLBACK,
-        );
+        self.terminal.clear();
         self.show_history(events);
         self.chat.push(Entry::Notice(notice));
     }

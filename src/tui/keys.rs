@@ -10,6 +10,8 @@ use tui_textarea::TextArea;
 use super::app::{App, Busy, Confirm, Effect, Focus, new_input};
 use super::chat::Entry;
 use super::keymap::Action;
+use super::terminal::TerminalKey;
+pub use super::terminal::key_bytes;
 use crate::protocol::{Decision, Op};
 
 /// A second Ctrl-C within this long quits (when nothing runs).
@@ -79,15 +81,24 @@ impl App {
         if ctx.editing {
             return self.editor_key(action, key);
         }
-        // The terminal pane sends every other key to the running program; Ctrl-G leaves.
-        if ctx.terminal && matches!(self.busy, Busy::Running(..)) {
+        // The terminal pane: while a program runs, every other key goes to it; otherwise it
+        // scrolls and searches. Ctrl-G leaves.
+        if ctx.terminal {
             if action == Some(Action::LeaveTerminal) {
                 self.focus = Focus::Input;
                 return Vec::new();
             }
-            return key_bytes(&key)
-                .map(|data| vec![Effect::Op(Op::Input { data })])
-                .unwrap_or_default();
+            let running = matches!(self.busy, Busy::Running(..));
+            match self.terminal.handle_key(&key, running) {
+                TerminalKey::Send(data) => return vec![Effect::Op(Op::Input { data })],
+                TerminalKey::Leave => {
+                    self.focus = Focus::Input;
+                    return Vec::new();
+                }
+                TerminalKey::Consumed => return Vec::new(),
+                TerminalKey::Ignored if running => return Vec::new(),
+                TerminalKey::Ignored => {}
+            }
         }
         match action {
             Some(action) => self.act(action),
@@ -469,7 +480,7 @@ impl App {
     fn scroll_focused(&mut self, step: isize) {
         match self.focus {
             Focus::Code => self.code.scroll_by(step),
-            Focus::Terminal => self.scroll_terminal(-step),
+            Focus::Terminal => self.terminal.scroll_by(-step),
             Focus::Chat | Focus::Input => self.chat.scroll_by(step),
         }
     }
@@ -479,7 +490,7 @@ impl App {
             Focus::Code => self.code.page(down),
             Focus::Terminal => {
                 let rows = self.terminal.screen().size().0.max(2) as isize - 1;
-                self.scroll_terminal(if down { -rows } else { rows });
+                self.terminal.scroll_by(if down { -rows } else { rows });
             }
             Focus::Chat | Focus::Input => self.chat.page(down),
         }
@@ -489,23 +500,16 @@ impl App {
         match (self.focus, bottom) {
             (Focus::Code, true) => self.code.bottom(),
             (Focus::Code, false) => self.code.top(),
-            (Focus::Terminal, true) => self.scroll_terminal(-(super::app::SCROLLBACK as isize)),
-            (Focus::Terminal, false) => self.scroll_terminal(super::app::SCROLLBACK as isize),
+            (Focus::Terminal, true) => self.terminal.scroll_to_bottom(),
+            (Focus::Terminal, false) => self.terminal.scroll_to_top(),
             (_, true) => self.chat.bottom(),
             (_, false) => self.chat.top(),
         }
     }
 
-    /// Scrolls the terminal's view `up` lines (negative: down).
-    fn scroll_terminal(&mut self, up: isize) {
-        let next = (self.terminal_scroll as isize + up).clamp(0, super::app::SCROLLBACK as isize);
-        self.terminal.screen_mut().set_scrollback(next as usize);
-        self.terminal_scroll = self.terminal.screen().scrollback();
-    }
-
     fn copy_focused(&mut self) -> Vec<Effect> {
         let (what, text) = match self.focus {
-            Focus::Terminal => ("the terminal's output", self.terminal.screen().contents()),
+            Focus::Terminal => ("the terminal's output", self.terminal.contents()),
             Focus::Code => (
                 "the code",
                 match (&self.pending, &self.shown_block) {
@@ -554,7 +558,7 @@ impl App {
                     3
                 };
                 match pane {
-                    Focus::Terminal => self.scroll_terminal(-step),
+                    Focus::Terminal => self.terminal.scroll_by(-step),
                     Focus::Code => self.code.scroll_by(step),
                     Focus::Chat | Focus::Input => self.chat.scroll_by(step),
                 }
@@ -590,57 +594,17 @@ fn expand_home(path: &str) -> std::path::PathBuf {
     }
 }
 
-/// The bytes a key sends to a program in a terminal.
-pub fn key_bytes(key: &KeyEvent) -> Option<Vec<u8>> {
-    let alt = key.modifiers.contains(KeyModifiers::ALT);
-    let mut bytes = match key.code {
-        KeyCode::Char(c) if key.modifiers.contains(KeyModifiers::CONTROL) => {
-            let c = c.to_ascii_lowercase();
-            if c.is_ascii_lowercase() {
-                vec![(c as u8) - b'a' + 1]
-            } else {
-                match c {
-                    '@' | ' ' => vec![0],
-                    '[' => vec![0x1b],
-                    '\\' => vec![0x1c],
-                    ']' => vec![0x1d],
-                    _ => return None,
-                }
-            }
-        }
-        KeyCode::Char(c) => c.to_string().into_bytes(),
-        KeyCode::Enter => vec![b'\r'],
-        KeyCode::Backspace => vec![0x7f],
-        KeyCode::Tab => vec![b'\t'],
-        KeyCode::BackTab => b"\x1b[Z".to_vec(),
-        KeyCode::Esc => vec![0x1b],
-        KeyCode::Up => b"\x1b[A".to_vec(),
-        KeyCode::Down => b"\x1b[B".to_vec(),
-        KeyCode::Right => b"\x1b[C".to_vec(),
-        KeyCode::Left => b"\x1b[D".to_vec(),
-        KeyCode::Home => b"\x1b[H".to_vec(),
-        KeyCode::End => b"\x1b[F".to_vec(),
-        KeyCode::PageUp => b"\x1b[5~".to_vec(),
-        KeyCode::PageDown => b"\x1b[6~".to_vec(),
-        KeyCode::Delete => b"\x1b[3~".to_vec(),
-        KeyCode::Insert => b"\x1b[2~".to_vec(),
-        KeyCode::F(n @ 1..=4) => vec![0x1b, b'O', b'P' + n - 1],
-        _ => return None,
-    };
-    if alt {
-        bytes.insert(0, 0x1b);
-    }
-    Some(bytes)
-}
-
 /// The keys that work now, as (key, what it does), for the panel: from the keymap, so that
 /// they cannot disagree with what the keys do.
 pub fn hints(app: &App) -> Vec<(String, &'static str)> {
     let ctx = app.ctx();
     let mut hints = app.keymap.hints(&ctx);
-    if ctx.terminal && matches!(app.busy, Busy::Running(..)) {
-        hints.retain(|(_, what)| *what != "next pane" && *what != "scroll");
-        hints.insert(0, ("keys".to_string(), "go to the program"));
+    if ctx.terminal {
+        let running = matches!(app.busy, Busy::Running(..));
+        hints.retain(|(_, what)| *what != "scroll" && (!running || *what != "next pane"));
+        let mut own = app.terminal.hints(running);
+        own.append(&mut hints);
+        hints = own;
     }
     hints
 }

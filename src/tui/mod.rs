@@ -18,6 +18,7 @@ pub mod keys;
 pub mod markdown;
 mod md_layout;
 pub mod stream;
+pub mod terminal;
 pub mod theme;
 pub mod view;
 

@@ -9,7 +9,6 @@ use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph, Wrap};
-use tui_term::widget::PseudoTerminal;
 
 use super::app::{App, Busy, Focus};
 use super::highlight::{highlight, visible};
@@ -466,37 +465,39 @@ pub fn diff_lines(app: &App, before: &str, after: &str) -> Vec<Line<'static>> {
 }
 
 fn draw_terminal(frame: &mut Frame, app: &App, area: Rect) {
-    let state = match app.busy {
+    let running = matches!(app.busy, Busy::Running(..));
+    let mut title = match app.busy {
         Busy::Running(id, since) => format!(
-            " · #{id} · running {:.1} s {}",
+            "Terminal · #{id} · running {:.1} s {}",
             since.elapsed().as_secs_f64(),
             SPINNER[app.spinner % SPINNER.len()]
         ),
-        _ => String::new(),
+        _ => "Terminal".to_string(),
     };
-    let scrolled = if app.terminal_scroll > 0 {
-        format!(" · scrolled {} lines", app.terminal_scroll)
-    } else {
-        String::new()
-    };
-    let hint = if app.focus == Focus::Terminal {
-        " · Ctrl-G leaves"
-    } else {
-        ""
-    };
-    let block = pane_block(
-        app,
-        format!(" Terminal{state}{scrolled}{hint} "),
-        app.focus == Focus::Terminal,
-    );
-    let mut cursor = tui_term::widget::Cursor::default();
-    if !matches!(app.busy, Busy::Running(..)) || app.terminal.screen().hide_cursor() {
-        cursor.hide();
+    if running && app.terminal.waiting() {
+        title.push_str(&format!(" · {}", waiting_note(app)));
     }
-    let widget = PseudoTerminal::new(app.terminal.screen())
-        .block(block)
-        .cursor(cursor);
-    frame.render_widget(widget, area);
+    if app.focus == Focus::Terminal {
+        title.push_str(&format!(
+            " · {} leaves",
+            app.keymap.label(Action::LeaveTerminal)
+        ));
+    }
+    let focused = app.focus == Focus::Terminal;
+    app.terminal
+        .render(frame, area, &app.theme, focused, &title, running);
+}
+
+/// "waiting for input · Ctrl-T types into it" (or "type, then Enter" once in the pane).
+fn waiting_note(app: &App) -> String {
+    if app.focus == Focus::Terminal {
+        "waiting for input · type, then Enter".to_string()
+    } else {
+        format!(
+            "waiting for input · {} types into it",
+            app.keymap.label(Action::FocusTerminal)
+        )
+    }
 }
 
 /// Joins (key, what) hints into one line that fits `width`: the last ones give way to
@@ -638,6 +639,7 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         Busy::Idle if app.pending.is_some() => "awaiting your decision".to_string(),
         Busy::Idle => "idle".to_string(),
         Busy::Thinking(_) => format!("thinking… {}", SPINNER[app.spinner % SPINNER.len()]),
+        Busy::Running(..) if app.terminal.waiting() => waiting_note(app),
         Busy::Running(_, since) => format!(
             "running {:.1} s {}",
             since.elapsed().as_secs_f64(),

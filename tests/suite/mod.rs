@@ -9,6 +9,7 @@ mod sessions;
 mod sessions_browser;
 mod sessions_resume;
 mod support;
+mod terminal;
 mod tmux;
 mod tui_e2e;
 mod tui_states;

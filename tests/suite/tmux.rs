@@ -51,6 +51,16 @@ impl Tmux {
         assert!(status.success());
     }
 
+    /// Resizes the window, as when the person resizes their terminal.
+    pub fn resize(&self, width: u16, height: u16) {
+        let status = Command::new("tmux")
+            .args(["-L", &self.socket, "resize-window", "-t", "t"])
+            .args(["-x", &width.to_string(), "-y", &height.to_string()])
+            .status()
+            .expect("resize-window");
+        assert!(status.success());
+    }
+
     pub fn capture(&self) -> String {
         let out = Command::new("tmux")
             .args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"])
