@@ -257,6 +257,14 @@ pub const TABLE: &[Spec] = &[
         Some("type into it"),
     ),
     spec(
+        A::FocusTerminal,
+        Some("focus_terminal"),
+        &["ctrl-t"],
+        W::Always,
+        "the terminal pane: scroll (PgUp) and search (/) past output",
+        None,
+    ),
+    spec(
         A::LeaveTerminal,
         Some("leave_terminal"),
         &["ctrl-g"],

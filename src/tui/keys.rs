@@ -241,7 +241,19 @@ impl App {
             }
             _ => return Vec::new(),
         };
+        self.decided(id, decision)
+    }
+
+    /// A decision is taken: the engine hears it, and until it answers the status bar says
+    /// what happens (not "idle" while a kernel starts).
+    fn decided(&mut self, id: u64, decision: Decision) -> Vec<Effect> {
         self.pending = None;
+        self.busy = match decision {
+            Decision::Run | Decision::Edit { .. } | Decision::RunAlways { .. } => {
+                Busy::Running(id, Instant::now())
+            }
+            Decision::Skip { .. } | Decision::Abort => Busy::Thinking(Instant::now()),
+        };
         vec![Effect::Op(Op::Decision {
             block_id: id,
             decision,
@@ -259,12 +271,8 @@ impl App {
             (Confirm::Always, true) => {
                 let id = pending.block.id;
                 let code = pending.edited.clone();
-                self.pending = None;
                 self.approval = "auto-run".to_string();
-                vec![Effect::Op(Op::Decision {
-                    block_id: id,
-                    decision: Decision::RunAlways { code },
-                })]
+                self.decided(id, Decision::RunAlways { code })
             }
             (Confirm::Always, false) => {
                 pending.note = Some("auto-run stays off; the block still waits".into());
@@ -315,12 +323,12 @@ impl App {
         };
         let reason = self.input.lines().join("\n");
         self.input = new_input();
-        vec![Effect::Op(Op::Decision {
-            block_id: pending.block.id,
-            decision: Decision::Skip {
+        self.decided(
+            pending.block.id,
+            Decision::Skip {
                 reason: Some(reason).filter(|r| !r.trim().is_empty()),
             },
-        })]
+        )
     }
 
     fn ctrl_c(&mut self) -> Vec<Effect> {

@@ -69,6 +69,15 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The screen with its colours, as escape sequences (`capture-pane -e`).
+    pub fn capture_colours(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-e", "-t", "t"])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// Waits until the screen shows `needle`; returns the screen.
     pub async fn wait_for(&self, needle: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -10,9 +10,19 @@ use super::tmux::Tmux;
 
 /// The workbench in tmux, talking to `server`; the directory holds its data.
 fn workbench(server: &ModelServer, width: u16, height: u16) -> (Tmux, tempfile::TempDir) {
+    workbench_with(server, width, height, "")
+}
+
+/// The same, with `env` settings before the binary (`TERM=linux`).
+fn workbench_with(
+    server: &ModelServer,
+    width: u16,
+    height: u16,
+    env: &str,
+) -> (Tmux, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("dir");
     let command = format!(
-        "cd '{dir}' && env -u NO_COLOR XDG_CONFIG_HOME='{dir}/config' '{bin}' --model openai/scripted --api-base {base} --data-dir '{dir}/data'; echo EXIT=$?; sleep 60",
+        "cd '{dir}' && env -u NO_COLOR {env} XDG_CONFIG_HOME='{dir}/config' '{bin}' --model openai/scripted --api-base {base} --data-dir '{dir}/data'; echo EXIT=$?; sleep 60",
         dir = dir.path().display(),
         bin = env!("CARGO_BIN_EXE_oi-tui"),
         base = server.base("openai"),
@@ -125,9 +135,9 @@ async fn at_80x24_tabs_and_clicks_switch_while_a_block_waits() {
     let screen = tmux.wait_for("▶ Code").await;
     assert!(screen.contains("┃ 1 print('counted')"), "{screen}");
     tmux.send(&["y"]);
-    tmux.wait_for("counted").await;
+    tmux.wait_for("│counted").await;
     // The turn ends, and the output stays in view until the person moves on.
-    let screen = tmux.wait_for(" idle ").await;
+    let screen = tmux.wait_for("60 tok · idle").await;
     assert!(screen.contains("│counted"), "{screen}");
     assert_eq!(server.chats().len(), 2);
     tmux.send(&["Tab"]);
@@ -177,4 +187,111 @@ async fn a_paste_with_cr_line_ends_is_lines_of_text() {
     tmux.wait_for("Got it.").await;
     let sent = server.chats()[0].all_text();
     assert!(sent.contains("first line\\nsecond line"), "{sent}");
+}
+
+/// A captured line without its escape sequences.
+fn plain(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find('\x1b') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + 1..];
+        let end = rest
+            .find(|c: char| c.is_ascii_alphabetic())
+            .map_or(rest.len(), |e| e + 1);
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The SGR colour codes (30–37, 90–97 foreground) used on the lines that contain `needle`.
+fn colours_on(screen: &str, needle: &str) -> Vec<u32> {
+    let mut codes = Vec::new();
+    for line in screen.lines().filter(|l| plain(l).contains(needle)) {
+        for seq in line.split("\x1b[").skip(1) {
+            let Some(end) = seq.find('m') else { continue };
+            let params: Vec<u32> = seq[..end]
+                .split(';')
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            // tmux writes the bright eight as 38;5;8–15; 48;… is a background.
+            let mut i = 0;
+            while i < params.len() {
+                match params[i] {
+                    38 if params.get(1 + i) == Some(&5) => {
+                        match params.get(i + 2) {
+                            Some(n @ 0..=7) => codes.push(30 + n),
+                            Some(n @ 8..=15) => codes.push(90 + n - 8),
+                            _ => codes.push(0),
+                        }
+                        i += 3;
+                    }
+                    38 | 48 => i += 3,
+                    p @ (30..=37 | 90..=97) => {
+                        codes.push(p);
+                        i += 1;
+                    }
+                    _ => i += 1,
+                }
+            }
+        }
+    }
+    codes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_16_colour_terminal_keeps_syntax_diff_and_focus_colours() {
+    for term in ["xterm-16color", "linux", "screen"] {
+        let server = ModelServer::start(vec![
+            Reply::tool(
+                "python",
+                "import os\nfor i in range(3):\n    print('n', i)  # count",
+            ),
+            Reply::text("Done."),
+        ])
+        .await;
+        let (tmux, _dir) = workbench_with(&server, 120, 40, &format!("-u COLORTERM TERM={term}"));
+        tmux.wait_for("Input").await;
+        tmux.type_text("go");
+        tmux.send(&["Enter"]);
+        tmux.wait_for("awaiting your decision").await;
+        let screen = tmux.capture_colours();
+        // Only the 16 colours (codes 0 in `colours_on` mark 256-colour indices).
+        assert!(
+            !screen.contains("38;2;") && !colours_on(&screen, "").contains(&0),
+            "{term}: only 16 colours:\n{screen}"
+        );
+        let grey = |c: &u32| matches!(c, 30 | 37 | 90 | 97);
+        let code: Vec<u32> = colours_on(&screen, "range(3)");
+        let hues: std::collections::BTreeSet<u32> =
+            code.iter().copied().filter(|c| !grey(c)).collect();
+        assert!(
+            hues.len() >= 2,
+            "{term}: syntax colours {code:?}:\n{screen}"
+        );
+        // The focus ring (the code pane's thick border) is a colour, not grey.
+        let focus = colours_on(&screen, "▶ Code");
+        assert!(focus.iter().any(|c| !grey(c)), "{term}: focus {focus:?}");
+        // An edit's diff: red and green.
+        tmux.send(&["e"]);
+        tmux.wait_for("Ctrl-S accepts").await;
+        tmux.send(&["End"]);
+        tmux.type_text("  # edited");
+        tmux.send(&["C-s"]);
+        tmux.wait_for("proposed → edited").await;
+        let screen = tmux.capture_colours();
+        let removed = colours_on(&screen, "- import os");
+        let added = colours_on(&screen, "+ import os  # edited");
+        assert!(
+            removed.iter().any(|c| matches!(c, 31 | 91)),
+            "{term}: removed {removed:?}\n{screen}"
+        );
+        assert!(
+            added.iter().any(|c| matches!(c, 32 | 92)),
+            "{term}: added {added:?}\n{screen}"
+        );
+        tmux.send(&["C-q"]);
+        tmux.wait_for("EXIT=").await;
+    }
 }
