@@ -1,0 +1,189 @@
+//! The state gathered while one block is read: findings, simple commands with the rule
+//! that decided each, whether anything was opaque, and the working directory the block is
+//! believed to be in (for judging whether a delete lands inside the workspace).
+
+use std::path::{Component, Path, PathBuf};
+
+use super::rules::Rules;
+use super::verdict::{Finding, RiskClass, Rule, SimpleCommand};
+
+/// Where a piece of code sits inside the block: nested code (`bash -c '…'`, `$(…)`, a
+/// string passed to `os.system`) is parsed on its own, so its line numbers are offset and
+/// its quotes may not occur verbatim in the block (after unescaping); then the enclosing
+/// text is quoted instead.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Frame {
+    /// Added to a line number inside this code to get the block's line (0 at top level).
+    pub line_base: usize,
+    /// Nesting depth.
+    pub depth: usize,
+    /// The enclosing text and its line, quoted when a nested quote is not in the block.
+    pub fallback: Option<(String, usize)>,
+}
+
+impl Frame {
+    /// The block's line for a 1-based line inside this frame's code.
+    pub fn line(&self, l: usize) -> usize {
+        self.line_base + l.max(1)
+    }
+
+    /// A frame for code nested in `quoted` (at block line `line`), starting at that line.
+    pub fn nested(&self, quoted: &str, line: usize) -> Frame {
+        Frame {
+            line_base: line.saturating_sub(1),
+            depth: self.depth + 1,
+            fallback: Some((quoted.to_string(), line)),
+        }
+    }
+}
+
+/// The working directory the analysis believes the block to be in.
+#[derive(Clone, Debug)]
+pub(crate) enum Cwd {
+    Known(PathBuf),
+    /// After `cd ~`, `cd $X`, `cd -`: somewhere unknown (assumed outside the workspace).
+    Unknown,
+}
+
+pub(crate) struct Analysis<'a> {
+    pub rules: &'a Rules,
+    pub root: &'a Path,
+    pub code: &'a str,
+    pub findings: Vec<Finding>,
+    pub commands: Vec<SimpleCommand>,
+    /// Parallel to `commands`: whether that command must be allowed for the block to be.
+    pub gating: Vec<bool>,
+    /// Something could not be seen through: never allowed by a rule.
+    pub opaque: bool,
+    /// Read-only commands were seen.
+    pub read_only: bool,
+    pub cwd: Cwd,
+}
+
+impl<'a> Analysis<'a> {
+    pub fn new(rules: &'a Rules, root: &'a Path, code: &'a str) -> Self {
+        Analysis {
+            rules,
+            root,
+            code,
+            findings: Vec::new(),
+            commands: Vec::new(),
+            gating: Vec::new(),
+            opaque: false,
+            read_only: false,
+            cwd: Cwd::Known(root.to_path_buf()),
+        }
+    }
+
+    /// Makes sure a quote is text of the block: nested code quotes its enclosing text
+    /// when its own text does not occur verbatim (it was unescaped on the way).
+    fn fix_quote(&self, quoted: &str, line: usize, frame: &Frame) -> (String, usize) {
+        if frame.depth == 0 && frame.fallback.is_none() {
+            return (quoted.to_string(), line);
+        }
+        if !quoted.is_empty() && self.code.contains(quoted) {
+            return (quoted.to_string(), line);
+        }
+        if let Some((q, l)) = &frame.fallback {
+            if self.code.contains(q.as_str()) {
+                return (q.clone(), *l);
+            }
+        }
+        let l = self
+            .code
+            .lines()
+            .nth(line.saturating_sub(1))
+            .map(str::trim)
+            .unwrap_or("");
+        (l.to_string(), line)
+    }
+
+    pub fn finding(&mut self, class: RiskClass, expl: &str, quoted: &str, line: usize, frame: &Frame) {
+        let (quoted, line) = self.fix_quote(quoted, line, frame);
+        self.findings.push(Finding {
+            class,
+            explanation: expl.to_string(),
+            quoted,
+            line,
+        });
+    }
+
+    /// Something the policy cannot see through: cannot tell, and never allowed by rules.
+    pub fn opaque(&mut self, expl: &str, quoted: &str, line: usize, frame: &Frame) {
+        self.opaque = true;
+        self.finding(RiskClass::CannotTell, expl, quoted, line, frame);
+    }
+
+    /// Records a simple command and the rule decision for it.
+    pub fn command(
+        &mut self,
+        words: Vec<String>,
+        quoted: &str,
+        line: usize,
+        frame: &Frame,
+        rule: Option<Rule>,
+        gating: bool,
+    ) {
+        let (quoted, line) = self.fix_quote(quoted, line, frame);
+        self.commands.push(SimpleCommand {
+            words,
+            quoted,
+            line,
+            rule,
+        });
+        self.gating.push(gating);
+    }
+
+    /// Whether a path (as the shell would see it) lies strictly inside the workspace.
+    /// Paths known only at run time, home directories and anything relative to an
+    /// unknown directory are outside.
+    pub fn inside_workspace(&self, text: &str, dynamic: bool, tilde: bool) -> bool {
+        if dynamic || tilde {
+            return false;
+        }
+        let p = Path::new(text);
+        let full = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            match &self.cwd {
+                Cwd::Known(c) => c.join(p),
+                Cwd::Unknown => return false,
+            }
+        };
+        let norm = normalise(&full);
+        norm != normalise(self.root) && norm.starts_with(normalise(self.root))
+    }
+
+    /// Follows a `cd`.
+    pub fn change_dir(&mut self, target: Option<(&str, bool, bool)>) {
+        self.cwd = match target {
+            Some((t, false, false)) if t != "-" => {
+                let p = Path::new(t);
+                if p.is_absolute() {
+                    Cwd::Known(normalise(p))
+                } else {
+                    match &self.cwd {
+                        Cwd::Known(c) => Cwd::Known(normalise(&c.join(p))),
+                        Cwd::Unknown => Cwd::Unknown,
+                    }
+                }
+            }
+            _ => Cwd::Unknown,
+        };
+    }
+}
+
+/// Lexical normalisation: drops `.`, resolves `..` (never above the root).
+pub(crate) fn normalise(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
