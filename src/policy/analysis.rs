@@ -55,8 +55,13 @@ pub(crate) struct Analysis<'a> {
     pub gating: Vec<bool>,
     /// Something could not be seen through: never allowed by a rule.
     pub opaque: bool,
+    /// Functions defined in the block (their bodies are judged where they are defined).
+    pub functions: std::collections::HashSet<String>,
     /// Read-only commands were seen.
     pub read_only: bool,
+    /// Something visible but not covered by command rules (a write redirected outside the
+    /// workspace): the block asks, but it is not opaque.
+    pub unallowable: bool,
     pub cwd: Cwd,
 }
 
@@ -71,6 +76,8 @@ impl<'a> Analysis<'a> {
             gating: Vec::new(),
             opaque: false,
             read_only: false,
+            functions: Default::default(),
+            unallowable: false,
             cwd: Cwd::Known(root.to_path_buf()),
         }
     }
@@ -138,6 +145,12 @@ impl<'a> Analysis<'a> {
     /// Paths known only at run time, home directories and anything relative to an
     /// unknown directory are outside.
     pub fn inside_workspace(&self, text: &str, dynamic: bool, tilde: bool) -> bool {
+        self.within(text, dynamic, tilde, false)
+    }
+
+    /// Like `inside_workspace`, but the workspace root itself counts (for `find ROOT
+    /// -delete`, which deletes what is under its start path).
+    pub fn within(&self, text: &str, dynamic: bool, tilde: bool, root_ok: bool) -> bool {
         if dynamic || tilde {
             return false;
         }
@@ -151,7 +164,7 @@ impl<'a> Analysis<'a> {
             }
         };
         let norm = normalise(&full);
-        norm != normalise(self.root) && norm.starts_with(normalise(self.root))
+        (root_ok || norm != normalise(self.root)) && norm.starts_with(normalise(self.root))
     }
 
     /// Follows a `cd`.

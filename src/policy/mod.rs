@@ -85,7 +85,7 @@ impl Policy {
                 .iter()
                 .zip(&an.gating)
                 .all(|(c, g)| !g || c.rule.as_ref().is_some_and(|r| r.decision == Decision::Allow));
-            if lang == Language::Shell && !an.opaque && all_allowed {
+            if lang == Language::Shell && !an.opaque && !an.unallowable && all_allowed {
                 (Decision::Allow, rule_of(Decision::Allow))
             } else {
                 (Decision::Ask, None)

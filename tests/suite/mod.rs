@@ -4,6 +4,7 @@ mod headless;
 mod kernels;
 mod kernels_control;
 mod model_server;
+mod policy;
 mod sessions;
 mod support;
 mod tmux;

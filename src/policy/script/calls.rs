@@ -82,7 +82,12 @@ fn lookup(lang: Language, name: &str, last: &str, child_process: bool) -> Option
             "eval" | "instance_eval" | "class_eval" | "module_eval" => Eval,
             "send" | "public_send" | "const_get" | "require" | "load" => DynamicName,
             n if ["Net.", "URI.open", "TCPSocket", "Socket.", "HTTParty", "Faraday", "open-uri"].iter().any(|p| n.starts_with(p)) => Network,
-            _ => return None,
+            _ => match last {
+                "instance_eval" | "class_eval" | "module_eval" | "instance_exec" => Eval,
+                "send" | "public_send" | "const_get" => DynamicName,
+                "rm_rf" | "rm_r" | "rmtree" => Delete,
+                _ => return None,
+            },
         },
         Language::Perl => match name {
             "system" | "exec" => Shell,
@@ -128,7 +133,7 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, lang: Language, code: &str, frame: 
         let t = &toks[i];
         match &t.kind {
             Kind::Shell { value, literal } => {
-                let q = &code[t.start..t.end];
+                let q = code.get(t.start..t.end).unwrap_or("");
                 if *literal {
                     let f = frame.nested(q, frame.line(t.line));
                     super::super::shell::analyse(an, value, &f);

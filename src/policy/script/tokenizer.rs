@@ -61,6 +61,7 @@ impl Lexer<'_> {
     }
 
     fn push(&mut self, kind: Kind, start: usize, line: usize) {
+        self.pos = self.pos.min(self.b.len());
         self.out.push(Token {
             kind,
             start,
@@ -271,6 +272,9 @@ impl Lexer<'_> {
     /// Reads `(…)`, `{…}`, `[…]`, `<…>` or `/…/`-style delimited text at the delimiter.
     fn bracketed(&mut self, interpolates: bool) -> (String, bool) {
         let open = self.peek(0);
+        if open == 0 {
+            return (String::new(), false);
+        }
         let close = match open {
             b'(' => b')',
             b'{' => b'}',

@@ -193,6 +193,23 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
     if let Some(v) = views.last_mut() {
         v.1 = true;
     }
+    // `git -C dir push`: rules see `git push` too.
+    if cmd.args.get(i).is_some_and(|a| base(&a.text) == "git") {
+        let rest = &cmd.args[i + 1..];
+        let mut k = 0;
+        while let Some(a) = rest.get(k) {
+            match a.text.as_str() {
+                "-C" | "-c" | "--git-dir" | "--work-tree" => k += 2,
+                t if t.starts_with('-') => k += 1,
+                _ => break,
+            }
+        }
+        if k > 0 && k < rest.len() {
+            let mut w = vec!["git".to_string()];
+            w.extend(texts(&rest[k..]));
+            views.push((w, false));
+        }
+    }
     let gating = classify(an, cmd, &cmd.args[i..], frame);
     record(an, cmd, frame, &mut views, gating);
 }
@@ -242,6 +259,17 @@ fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Frame) -> bool 
     let Some(first) = w.first() else { return true };
     let name = base(&first.text);
     let args = &w[1..];
+    if an.functions.contains(first.text.as_str()) {
+        // A function of this block: its body was judged where it was defined.
+        an.read_only = true;
+        return true;
+    }
+    if let Some((dir, _)) = first.text.rsplit_once('/') {
+        if !matches!(dir, "/bin" | "/usr/bin" | "/usr/local/bin" | "/sbin" | "/usr/sbin") {
+            an.finding(RiskClass::CannotTell, "runs a program from a path the policy cannot read", q, line, frame);
+            return true;
+        }
+    }
     let sub = args.iter().find(|a| !a.text.starts_with('-')).map(|a| a.text.as_str()).unwrap_or("");
     let has = |f: &str| args.iter().any(|a| a.text == f);
     let find = |an: &mut Analysis<'_>, c: RiskClass, e: &str| an.finding(c, e, q, line, frame);
@@ -362,7 +390,9 @@ fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Frame) -> bool 
                 args,
                 &["-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--replace"],
             );
-            let inner: Vec<Arg> = if args.len() > n { args[n..].to_vec() } else { vec![Arg::literal("echo")] };
+            let mut inner: Vec<Arg> = if args.len() > n { args[n..].to_vec() } else { vec![Arg::literal("echo")] };
+            // The arguments xargs adds come from its input: known only at run time.
+            inner.push(Arg { text: "{input}".to_string(), dynamic: true, tilde: false });
             judge_words(an, inner, q, line, frame);
             return false;
         }
@@ -444,7 +474,11 @@ fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Frame) -> bool 
 }
 
 fn deletes(an: &mut Analysis<'_>, cmd: &Cmd, targets: &[&Arg], what: &str, frame: &Frame) {
-    let outside = targets.iter().find(|a| !an.inside_workspace(&a.text, a.dynamic, a.tilde));
+    deletes_under(an, cmd, targets, what, frame, false)
+}
+
+fn deletes_under(an: &mut Analysis<'_>, cmd: &Cmd, targets: &[&Arg], what: &str, frame: &Frame, root_ok: bool) {
+    let outside = targets.iter().find(|a| !an.within(&a.text, a.dynamic, a.tilde, root_ok));
     match outside {
         Some(a) => {
             let e = if a.dynamic && !a.tilde {
@@ -472,7 +506,7 @@ fn find_cmd(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame: &Frame) -> bo
         match t {
             "-delete" => {
                 read_only = false;
-                deletes(an, cmd, &start, "deletes the files it finds", frame);
+                deletes_under(an, cmd, &start, "deletes the files it finds", frame, true);
             }
             "-exec" | "-execdir" | "-ok" | "-okdir" => {
                 let end = args[i + 1..].iter().position(|a| a.text == ";" || a.text == "+").map(|p| i + 1 + p).unwrap_or(args.len());
@@ -588,7 +622,7 @@ fn interpreter(an: &mut Analysis<'_>, cmd: &Cmd, name: &str, args: &[Arg], frame
                 }
                 _ => an.opaque("runs code known only at run time", q, cmd.line, frame),
             }
-            return false;
+            return true;
         }
         if lang == Language::Python && t == "-m" {
             let module = args.get(i + 1).map(|a| a.text.as_str()).unwrap_or("");
@@ -614,7 +648,9 @@ fn interpreter(an: &mut Analysis<'_>, cmd: &Cmd, name: &str, args: &[Arg], frame
         return true;
     }
     stdin_code(an, cmd, Some(lang), frame);
-    false
+    // Code in another language is not a command: the interpreter call itself must be
+    // allowed for the block to be.
+    true
 }
 
 fn git(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame: &Frame) {

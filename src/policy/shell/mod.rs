@@ -110,6 +110,7 @@ impl Walker<'_, '_> {
                 }
             }
             ast::Command::Function(f) => {
+                self.an.functions.insert(f.fname.value.clone());
                 self.compound(&f.body.0);
                 if let Some(r) = &f.body.1 {
                     for io in &r.0 {
@@ -397,6 +398,9 @@ impl Walker<'_, '_> {
             || t.starts_with("/dev/fd/")
         {
             return;
+        }
+        if !self.an.inside_workspace(t, a.dynamic, a.tilde) {
+            self.an.unallowable = true;
         }
         if a.dynamic && !a.tilde {
             self.an.finding(
