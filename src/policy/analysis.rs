@@ -28,11 +28,20 @@ impl Frame {
     }
 
     /// A frame for code nested in `quoted` (at block line `line`), starting at that line.
+    /// The fallback quote is always verbatim text of the block: `quoted` itself when it is
+    /// (top level, or inside the enclosing fallback), else the enclosing fallback.
     pub fn nested(&self, quoted: &str, line: usize) -> Frame {
+        let fallback = match &self.fallback {
+            None if self.depth == 0 => Some((quoted.to_string(), line)),
+            Some((q, _)) if !quoted.is_empty() && q.contains(quoted) => {
+                Some((quoted.to_string(), line))
+            }
+            other => other.clone(),
+        };
         Frame {
             line_base: line.saturating_sub(1),
             depth: self.depth + 1,
-            fallback: Some((quoted.to_string(), line)),
+            fallback,
         }
     }
 }
@@ -57,6 +66,8 @@ pub(crate) struct Analysis<'a> {
     pub opaque: bool,
     /// Functions defined in the block (their bodies are judged where they are defined).
     pub functions: std::collections::HashSet<String>,
+    /// Variables set to literal values in the block (`X=rm`).
+    pub vars: std::collections::HashMap<String, String>,
     /// Read-only commands were seen.
     pub read_only: bool,
     /// Something visible but not covered by command rules (a write redirected outside the
@@ -77,32 +88,29 @@ impl<'a> Analysis<'a> {
             opaque: false,
             read_only: false,
             functions: Default::default(),
+            vars: Default::default(),
             unallowable: false,
             cwd: Cwd::Known(root.to_path_buf()),
         }
     }
 
     /// Makes sure a quote is text of the block: nested code quotes its enclosing text
-    /// when its own text does not occur verbatim (it was unescaped on the way).
+    /// when its own text does not occur verbatim there (it was unescaped on the way).
     fn fix_quote(&self, quoted: &str, line: usize, frame: &Frame) -> (String, usize) {
-        if frame.depth == 0 && frame.fallback.is_none() {
-            return (quoted.to_string(), line);
-        }
-        if !quoted.is_empty() && self.code.contains(quoted) {
-            return (quoted.to_string(), line);
-        }
-        if let Some((q, l)) = &frame.fallback {
-            if self.code.contains(q.as_str()) {
-                return (q.clone(), *l);
+        match &frame.fallback {
+            None if frame.depth == 0 => (quoted.to_string(), line),
+            Some((q, _)) if !quoted.is_empty() && q.contains(quoted) => (quoted.to_string(), line),
+            Some((q, l)) => (q.clone(), *l),
+            None => {
+                let l = self
+                    .code
+                    .lines()
+                    .nth(line.saturating_sub(1))
+                    .map(str::trim)
+                    .unwrap_or("");
+                (l.to_string(), line)
             }
         }
-        let l = self
-            .code
-            .lines()
-            .nth(line.saturating_sub(1))
-            .map(str::trim)
-            .unwrap_or("");
-        (l.to_string(), line)
     }
 
     pub fn finding(&mut self, class: RiskClass, expl: &str, quoted: &str, line: usize, frame: &Frame) {

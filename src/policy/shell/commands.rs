@@ -79,6 +79,14 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
         an.opaque(&expl, &cmd.quoted, cmd.line, frame);
     }
     if cmd.args.is_empty() {
+        // `X=rm`: remembered, so that a later `$X …` meets the rules as `rm …`.
+        for (name, value) in &cmd.assignments {
+            if value.dynamic {
+                an.vars.remove(name);
+            } else {
+                an.vars.insert(name.clone(), value.text.clone());
+            }
+        }
         return;
     }
     let mut views: Vec<(Vec<String>, bool)> = vec![(texts(&cmd.args), false)];
@@ -91,13 +99,25 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
             record(an, cmd, frame, &mut views, true);
             return;
         };
-        if first.dynamic {
+        // Brace expansion (`{rm,-rf,x}`) and globs (`/bin/r?`) in the command word expand
+        // to a name known only at run time.
+        let expands = (first.text.contains(['*', '?', '[']) && first.text != "[" && first.text != "[[")
+            || (first.text.contains('{') && (first.text.contains(',') || first.text.contains("..")));
+        if first.dynamic || expands {
             an.opaque(
                 "the command name is known only at run time",
                 &cmd.quoted,
                 cmd.line,
                 frame,
             );
+            // Still opaque (the value may differ at run time), but when the variable was
+            // set to a literal in this block, the rules see what it most likely runs.
+            let name = first.text.trim_start_matches('$').trim_start_matches('{').trim_end_matches('}');
+            if let Some(value) = an.vars.get(name).cloned() {
+                let mut w: Vec<String> = value.split_whitespace().map(str::to_string).collect();
+                w.extend(texts(&cmd.args[i + 1..]));
+                views.push((w, false));
+            }
             record(an, cmd, frame, &mut views, true);
             return;
         }
@@ -581,7 +601,9 @@ fn stdin_code(an: &mut Analysis<'_>, cmd: &Cmd, lang: Option<Language>, frame: &
     let q = cmd.quoted.as_str();
     match &cmd.stdin {
         Stdin::Text { text, literal: true } => {
-            let f = frame.nested(q, cmd.line + 1);
+            // The body starts on the line after the command.
+            let mut f = frame.nested(q, cmd.line);
+            f.line_base = cmd.line;
             match lang {
                 None => super::analyse(an, text, &f),
                 Some(l) => script::analyse_nested(an, l, text, &f),

@@ -231,11 +231,8 @@ impl Walker<'_, '_> {
                 .take(sub.offset)
                 .filter(|c| *c == '\n')
                 .count();
-            let inner = Frame {
-                line_base: self.frame.line(start_line + before) - 1,
-                depth: self.frame.depth + 1,
-                fallback: Some((w.value.clone(), self.frame.line(start_line))),
-            };
+            let mut inner = self.frame.nested(&w.value, self.frame.line(start_line));
+            inner.line_base = self.frame.line(start_line + before) - 1;
             analyse(self.an, &sub.code, &inner);
         }
         parsed.arg
@@ -300,7 +297,11 @@ impl Walker<'_, '_> {
                         ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
                     };
                     if args.is_empty() {
-                        assignments.push((name, a));
+                        let mut value = a;
+                        if let Some((_, v)) = value.text.split_once('=') {
+                            value.text = v.to_string();
+                        }
+                        assignments.push((name, value));
                     } else {
                         // `declare X=…`, `export X=…`: an argument of the command.
                         args.push(a);

@@ -49,6 +49,17 @@ pub(crate) struct ParsedWord {
 /// Reads a raw word (as it appears in the source) into its unquoted text.
 pub(crate) fn parse_word(raw: &str, options: &ParserOptions) -> ParsedWord {
     let mut out = ParsedWord::default();
+    // Fast path: a word of plain characters is its own text (no quotes, escapes,
+    // expansions, tilde or braces), which is most words.
+    if !raw.is_empty()
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./:=,+@%^!#*?[]".contains(&b))
+        && !raw.starts_with('#')
+    {
+        out.arg.text = raw.to_string();
+        return out;
+    }
     match brush_parser::word::parse(raw, options) {
         Ok(pieces) => {
             for (i, p) in pieces.iter().enumerate() {
@@ -237,6 +248,19 @@ mod tests {
         assert_eq!(w.substitutions[0].code.trim(), "rm x");
         let w = parse_word("${X:-$(rm x)}", &ParserOptions::default());
         assert!(w.opaque.is_some());
+    }
+
+    #[test]
+    fn fast_path_agrees_with_the_parser() {
+        for raw in ["ls", "-la", "src/main.rs", "a=b", "*.txt", "x,y", "100%"] {
+            let fast = parse_word(raw, &ParserOptions::default());
+            let pieces = brush_parser::word::parse(raw, &ParserOptions::default()).unwrap();
+            let mut slow = ParsedWord::default();
+            for (i, p) in pieces.iter().enumerate() {
+                push_piece(raw, p, i == 0, &mut slow);
+            }
+            assert_eq!(fast.arg, slow.arg, "{raw}");
+        }
     }
 
     #[test]
