@@ -38,14 +38,19 @@ const PYTHON_LINES: &[&str] = &[
 ];
 
 fn block(lines: &[&str], n: usize) -> String {
-    (0..n).map(|i| lines[i % lines.len()]).collect::<Vec<_>>().join("\n")
+    (0..n)
+        .map(|i| lines[i % lines.len()])
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn main() {
     let mut rules = Rules::new();
     rules.add_lists(
         &RuleLists {
-            allow: ["ls", "git status", "pip list", "cat", "echo"].map(String::from).to_vec(),
+            allow: ["ls", "git status", "pip list", "cat", "echo"]
+                .map(String::from)
+                .to_vec(),
             ask: vec![],
             deny: ["git push", "rm -rf /", "rm"].map(String::from).to_vec(),
         },
@@ -66,7 +71,10 @@ fn main() {
                 let _ = p.parse_program();
                 t_parse.push(t.elapsed());
             }
-            println!("  of which the shell parser alone: {:.3} ms", ms(median(t_parse)));
+            println!(
+                "  of which the shell parser alone: {:.3} ms",
+                ms(median(t_parse))
+            );
         }
         let mut times = Vec::new();
         for _ in 0..30 {

@@ -113,7 +113,14 @@ impl<'a> Analysis<'a> {
         }
     }
 
-    pub fn finding(&mut self, class: RiskClass, expl: &str, quoted: &str, line: usize, frame: &Frame) {
+    pub fn finding(
+        &mut self,
+        class: RiskClass,
+        expl: &str,
+        quoted: &str,
+        line: usize,
+        frame: &Frame,
+    ) {
         let (quoted, line) = self.fix_quote(quoted, line, frame);
         self.findings.push(Finding {
             class,

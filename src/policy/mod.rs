@@ -80,11 +80,12 @@ impl Policy {
         } else if let Some(r) = rule_of(Decision::Ask) {
             (Decision::Ask, Some(r))
         } else {
-            let all_allowed = an
-                .commands
-                .iter()
-                .zip(&an.gating)
-                .all(|(c, g)| !g || c.rule.as_ref().is_some_and(|r| r.decision == Decision::Allow));
+            let all_allowed = an.commands.iter().zip(&an.gating).all(|(c, g)| {
+                !g || c
+                    .rule
+                    .as_ref()
+                    .is_some_and(|r| r.decision == Decision::Allow)
+            });
             if lang == Language::Shell && !an.opaque && !an.unallowable && all_allowed {
                 (Decision::Allow, rule_of(Decision::Allow))
             } else {

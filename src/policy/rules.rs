@@ -28,7 +28,9 @@ pub struct RuleLists {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RuleError {
     /// The prefix has no words.
-    #[error("the {decision} rule \"{text}\" is empty: write the command prefix it should match, e.g. \"git status\"")]
+    #[error(
+        "the {decision} rule \"{text}\" is empty: write the command prefix it should match, e.g. \"git status\""
+    )]
     Empty {
         /// allow/ask/deny.
         decision: &'static str,
@@ -36,7 +38,9 @@ pub enum RuleError {
         text: String,
     },
     /// The prefix holds shell syntax (quotes, `$`, `;`, `|` …) that a prefix cannot match.
-    #[error("the {decision} rule \"{text}\" holds shell syntax ({found}); a rule is plain words, e.g. \"git push\"")]
+    #[error(
+        "the {decision} rule \"{text}\" holds shell syntax ({found}); a rule is plain words, e.g. \"git push\""
+    )]
     Syntax {
         /// allow/ask/deny.
         decision: &'static str,
@@ -84,7 +88,12 @@ impl Rules {
     }
 
     /// Adds one rule.
-    pub fn add(&mut self, decision: Decision, text: &str, source: RuleSource) -> Result<(), RuleError> {
+    pub fn add(
+        &mut self,
+        decision: Decision,
+        text: &str,
+        source: RuleSource,
+    ) -> Result<(), RuleError> {
         let name = match decision {
             Decision::Allow => "allow",
             Decision::Ask => "ask",
@@ -120,7 +129,9 @@ impl Rules {
 
     /// Whether any deny rule exists.
     pub fn has_deny(&self) -> bool {
-        self.entries.iter().any(|e| e.rule.decision == Decision::Deny)
+        self.entries
+            .iter()
+            .any(|e| e.rule.decision == Decision::Deny)
     }
 
     /// Whether there are no rules at all.
@@ -199,7 +210,8 @@ mod tests {
     #[test]
     fn prefixes_match_whole_words_only() {
         let mut r = Rules::new();
-        r.add(Decision::Allow, "git status", RuleSource::User).unwrap();
+        r.add(Decision::Allow, "git status", RuleSource::User)
+            .unwrap();
         assert!(r.matching(&w("git status -s")).is_some());
         assert!(r.matching(&w("git statusx")).is_none());
         assert!(r.matching(&w("echo git status")).is_none());
@@ -211,7 +223,10 @@ mod tests {
         let mut r = Rules::new();
         r.add(Decision::Allow, "rm", RuleSource::User).unwrap();
         r.add(Decision::Deny, "rm", RuleSource::Project).unwrap();
-        assert_eq!(r.matching(&w("/bin/rm x")).unwrap().decision, Decision::Deny);
+        assert_eq!(
+            r.matching(&w("/bin/rm x")).unwrap().decision,
+            Decision::Deny
+        );
         let mut a = Rules::new();
         a.add(Decision::Allow, "ls", RuleSource::User).unwrap();
         assert!(a.matching(&w("./ls")).is_none());

@@ -13,7 +13,9 @@ fn policy() -> Policy {
     let mut rules = Rules::new();
     let errors = rules.add_lists(
         &RuleLists {
-            allow: ["ls", "git status", "pip list", "cat", "echo"].map(String::from).to_vec(),
+            allow: ["ls", "git status", "pip list", "cat", "echo"]
+                .map(String::from)
+                .to_vec(),
             ask: vec![],
             deny: ["git push", "rm -rf /", "rm"].map(String::from).to_vec(),
         },
@@ -49,7 +51,12 @@ const SHELL: &[Row] = &[
     ("cd .. && rm -rf *", DeletesOutsideWorkspace, Deny, false),
     ("cd / && rm -rf x", DeletesOutsideWorkspace, Deny, false),
     ("rm -rf ../other", DeletesOutsideWorkspace, Deny, false),
-    ("(cd /tmp && rm -rf cache)", DeletesOutsideWorkspace, Deny, false),
+    (
+        "(cd /tmp && rm -rf cache)",
+        DeletesOutsideWorkspace,
+        Deny,
+        false,
+    ),
     ("true; rm x", Deletes, Deny, false),
     ("ls\nrm x", Deletes, Deny, false),
     ("echo ok && git push", Network, Deny, false),
@@ -68,7 +75,12 @@ const SHELL: &[Row] = &[
     ("/bin/r? -rf x", CannotTell, Ask, true),
     ("\\eval 'rm x'", CannotTell, Ask, true),
     ("builtin eval 'rm x'", CannotTell, Ask, true),
-    ("find . -exec sh -c 'rm \"$1\"' _ {} \\;", DeletesOutsideWorkspace, Deny, false),
+    (
+        "find . -exec sh -c 'rm \"$1\"' _ {} \\;",
+        DeletesOutsideWorkspace,
+        Deny,
+        false,
+    ),
     ("$(echo rm) -rf x", CannotTell, Ask, true),
     ("r''m -rf x", Deletes, Deny, false),
     ("\"rm\" x", Deletes, Deny, false),
@@ -77,7 +89,12 @@ const SHELL: &[Row] = &[
     ("$'rm' x", Deletes, Deny, false),
     ("$'\\x72m' x", Deletes, Deny, false),
     ("/bin/rm x", Deletes, Deny, false),
-    ("sudo rm -rf /var/log/x", DeletesOutsideWorkspace, Deny, false),
+    (
+        "sudo rm -rf /var/log/x",
+        DeletesOutsideWorkspace,
+        Deny,
+        false,
+    ),
     ("sudo -u root rm x", Privileged, Deny, false),
     ("doas rm x", Privileged, Deny, false),
     ("su -c 'rm x'", Privileged, Deny, false),
@@ -90,7 +107,12 @@ const SHELL: &[Row] = &[
     ("command rm x", Deletes, Deny, false),
     ("exec rm x", Deletes, Deny, false),
     ("find . -name '*.o' -delete", Deletes, Ask, false),
-    ("find / -name x -delete", DeletesOutsideWorkspace, Ask, false),
+    (
+        "find / -name x -delete",
+        DeletesOutsideWorkspace,
+        Ask,
+        false,
+    ),
     ("find . -exec rm {} \\;", Deletes, Deny, false),
     ("find . -name x", ReadOnly, Ask, false),
     ("echo hi > out.txt", WritesFiles, Allow, false),
@@ -102,13 +124,23 @@ const SHELL: &[Row] = &[
     ("ls > /dev/null", ReadOnly, Allow, false),
     ("cat x | tee out.log", WritesFiles, Ask, false),
     ("bash <<EOF\nrm -rf x\nEOF\n", Deletes, Deny, false),
-    ("python3 <<EOF\nimport os\nos.system('rm -rf x')\nEOF\n", Deletes, Deny, false),
+    (
+        "python3 <<EOF\nimport os\nos.system('rm -rf x')\nEOF\n",
+        Deletes,
+        Deny,
+        false,
+    ),
     ("cat <<EOF > f.txt\nhello\nEOF\n", WritesFiles, Allow, false),
     ("bash <<EOF\nrm $X\nEOF\n", CannotTell, Ask, true),
     ("bash <<< 'rm x'", Deletes, Deny, false),
     ("{ ls; rm x; }", Deletes, Deny, false),
     ("f() { rm -rf x; }; f", Deletes, Deny, false),
-    ("for f in *.txt; do rm \"$f\"; done", DeletesOutsideWorkspace, Deny, false),
+    (
+        "for f in *.txt; do rm \"$f\"; done",
+        DeletesOutsideWorkspace,
+        Deny,
+        false,
+    ),
     ("while true; do ls; done", ReadOnly, Ask, false),
     ("if [ -f x ]; then cat x; fi", ReadOnly, Ask, false),
     ("case $x in a) rm x;; esac", Deletes, Deny, false),
@@ -152,70 +184,272 @@ const SHELL: &[Row] = &[
     ("PATH=/tmp/evil:$PATH ls", CannotTell, Ask, true),
     ("trap 'rm -rf x' EXIT", Deletes, Deny, false),
     ("bash -c \"$CMD\"", CannotTell, Ask, true),
-    ("python -c 'import shutil; shutil.rmtree(\"x\")'", Deletes, Ask, false),
-    ("python3 -c \"import os; os.system('rm -rf /')\"", DeletesOutsideWorkspace, Deny, false),
+    (
+        "python -c 'import shutil; shutil.rmtree(\"x\")'",
+        Deletes,
+        Ask,
+        false,
+    ),
+    (
+        "python3 -c \"import os; os.system('rm -rf /')\"",
+        DeletesOutsideWorkspace,
+        Deny,
+        false,
+    ),
     ("", ReadOnly, Allow, false),
 ];
 
 const SCRIPTS: &[(&str, &str, RiskClass, Decision, bool)] = &[
-    ("python", "import os\nos.system('rm -rf x')", Deletes, Deny, false),
-    ("python", "import subprocess\nsubprocess.run(['rm', '-rf', 'x'])", Deletes, Deny, false),
-    ("python", "import shutil\nshutil.rmtree('build')", Deletes, Ask, false),
-    ("python", "import shutil\nshutil.rmtree('/home/u')", DeletesOutsideWorkspace, Ask, false),
-    ("python", "print(\"os.system('rm -rf /')\")", ReadOnly, Ask, false),
+    (
+        "python",
+        "import os\nos.system('rm -rf x')",
+        Deletes,
+        Deny,
+        false,
+    ),
+    (
+        "python",
+        "import subprocess\nsubprocess.run(['rm', '-rf', 'x'])",
+        Deletes,
+        Deny,
+        false,
+    ),
+    (
+        "python",
+        "import shutil\nshutil.rmtree('build')",
+        Deletes,
+        Ask,
+        false,
+    ),
+    (
+        "python",
+        "import shutil\nshutil.rmtree('/home/u')",
+        DeletesOutsideWorkspace,
+        Ask,
+        false,
+    ),
+    (
+        "python",
+        "print(\"os.system('rm -rf /')\")",
+        ReadOnly,
+        Ask,
+        false,
+    ),
     ("python", "# os.remove(x)\nprint(1)", ReadOnly, Ask, false),
-    ("python", "import os\nos.remove(\n    'x.txt'\n)", Deletes, Ask, false),
+    (
+        "python",
+        "import os\nos.remove(\n    'x.txt'\n)",
+        Deletes,
+        Ask,
+        false,
+    ),
     ("python", "exec(code)", CannotTell, Ask, true),
     ("python", "eval(input())", CannotTell, Ask, true),
-    ("python", "exec(\"import os; os.system('rm x')\")", Deletes, Deny, false),
-    ("python", "import subprocess as sp\nsp.check_output('git push', shell=True)", Network, Deny, false),
-    ("python", "from os import system\nsystem('rm x')", Deletes, Deny, false),
-    ("python", "open('out.txt', 'w').write('x')", WritesFiles, Ask, false),
+    (
+        "python",
+        "exec(\"import os; os.system('rm x')\")",
+        Deletes,
+        Deny,
+        false,
+    ),
+    (
+        "python",
+        "import subprocess as sp\nsp.check_output('git push', shell=True)",
+        Network,
+        Deny,
+        false,
+    ),
+    (
+        "python",
+        "from os import system\nsystem('rm x')",
+        Deletes,
+        Deny,
+        false,
+    ),
+    (
+        "python",
+        "open('out.txt', 'w').write('x')",
+        WritesFiles,
+        Ask,
+        false,
+    ),
     ("python", "open('in.txt').read()", ReadOnly, Ask, false),
-    ("python", "import requests\nrequests.get('http://example.com')", Network, Ask, false),
-    ("python", "import socket\ns = socket.socket()", Network, Ask, false),
-    ("python", "import os\nos.chmod('/etc/passwd', 0o777)", ChangesSystem, Ask, false),
+    (
+        "python",
+        "import requests\nrequests.get('http://example.com')",
+        Network,
+        Ask,
+        false,
+    ),
+    (
+        "python",
+        "import socket\ns = socket.socket()",
+        Network,
+        Ask,
+        false,
+    ),
+    (
+        "python",
+        "import os\nos.chmod('/etc/passwd', 0o777)",
+        ChangesSystem,
+        Ask,
+        false,
+    ),
     ("python", "m = __import__(name)", CannotTell, Ask, true),
-    ("python", "import os\ngetattr(os, 'sys' + 'tem')('rm x')", CannotTell, Ask, true),
-    ("python", "import subprocess\nsubprocess.run(cmd, shell=True)", CannotTell, Ask, true),
-    ("python", "from pathlib import Path\nPath('x').unlink()", DeletesOutsideWorkspace, Ask, false),
-    ("python", "import os\nos.system(f'rm {x}')", CannotTell, Ask, true),
-    ("python", "s = '''\nos.system('rm -rf /')\n'''\nprint(s)", ReadOnly, Ask, false),
-    ("python", "import os\nos.execvp('rm', ['rm', '-rf', 'x'])", Deletes, Deny, false),
-    ("js", "const cp = require('child_process');\ncp.execSync('rm -rf x');", Deletes, Deny, false),
-    ("js", "const { spawn } = require('child_process');\nspawn('rm', ['-rf', 'x']);", Deletes, Deny, false),
-    ("js", "const fs = require('fs');\nfs.rmSync('dist', { recursive: true });", Deletes, Ask, false),
-    ("js", "const fs = require('fs');\nfs.writeFileSync('a.txt', 'x');", WritesFiles, Ask, false),
+    (
+        "python",
+        "import os\ngetattr(os, 'sys' + 'tem')('rm x')",
+        CannotTell,
+        Ask,
+        true,
+    ),
+    (
+        "python",
+        "import subprocess\nsubprocess.run(cmd, shell=True)",
+        CannotTell,
+        Ask,
+        true,
+    ),
+    (
+        "python",
+        "from pathlib import Path\nPath('x').unlink()",
+        DeletesOutsideWorkspace,
+        Ask,
+        false,
+    ),
+    (
+        "python",
+        "import os\nos.system(f'rm {x}')",
+        CannotTell,
+        Ask,
+        true,
+    ),
+    (
+        "python",
+        "s = '''\nos.system('rm -rf /')\n'''\nprint(s)",
+        ReadOnly,
+        Ask,
+        false,
+    ),
+    (
+        "python",
+        "import os\nos.execvp('rm', ['rm', '-rf', 'x'])",
+        Deletes,
+        Deny,
+        false,
+    ),
+    (
+        "js",
+        "const cp = require('child_process');\ncp.execSync('rm -rf x');",
+        Deletes,
+        Deny,
+        false,
+    ),
+    (
+        "js",
+        "const { spawn } = require('child_process');\nspawn('rm', ['-rf', 'x']);",
+        Deletes,
+        Deny,
+        false,
+    ),
+    (
+        "js",
+        "const fs = require('fs');\nfs.rmSync('dist', { recursive: true });",
+        Deletes,
+        Ask,
+        false,
+    ),
+    (
+        "js",
+        "const fs = require('fs');\nfs.writeFileSync('a.txt', 'x');",
+        WritesFiles,
+        Ask,
+        false,
+    ),
     ("js", "fetch('https://example.com')", Network, Ask, false),
     ("js", "eval(userInput)", CannotTell, Ask, true),
-    ("js", "const f = new Function('return 1');", CannotTell, Ask, true),
-    ("js", "// execSync('rm -rf /')\nconsole.log('hi')", ReadOnly, Ask, false),
+    (
+        "js",
+        "const f = new Function('return 1');",
+        CannotTell,
+        Ask,
+        true,
+    ),
+    (
+        "js",
+        "// execSync('rm -rf /')\nconsole.log('hi')",
+        ReadOnly,
+        Ask,
+        false,
+    ),
     ("js", "console.log(`rm -rf ${dir}`)", ReadOnly, Ask, false),
     ("ruby", "system('rm -rf x')", Deletes, Deny, false),
     ("ruby", "out = `rm -rf x`", Deletes, Deny, false),
     ("ruby", "%x(git push)", Network, Deny, false),
-    ("ruby", "require 'fileutils'\nFileUtils.rm_rf('build')", Deletes, Ask, false),
+    (
+        "ruby",
+        "require 'fileutils'\nFileUtils.rm_rf('build')",
+        Deletes,
+        Ask,
+        false,
+    ),
     ("ruby", "File.write('a.txt', 'x')", WritesFiles, Ask, false),
     ("ruby", "obj.instance_eval(str)", CannotTell, Ask, true),
-    ("ruby", "require 'net/http'\nNet::HTTP.get(URI('http://example.com'))", Network, Ask, false),
+    (
+        "ruby",
+        "require 'net/http'\nNet::HTTP.get(URI('http://example.com'))",
+        Network,
+        Ask,
+        false,
+    ),
     ("ruby", "puts 'system(\"rm\")'", ReadOnly, Ask, false),
     ("ruby", "system('rm', '-rf', 'x')", Deletes, Deny, false),
     ("ruby", "system \"rm -rf #{dir}\"", CannotTell, Ask, true),
     ("perl", "system(\"rm -rf x\");", Deletes, Deny, false),
     ("perl", "my $x = `rm -rf y`;", Deletes, Deny, false),
     ("perl", "unlink 'a.txt';", Deletes, Ask, false),
-    ("perl", "open(my $fh, '>', 'out.txt');", WritesFiles, Ask, false),
+    (
+        "perl",
+        "open(my $fh, '>', 'out.txt');",
+        WritesFiles,
+        Ask,
+        false,
+    ),
     ("perl", "eval $code;", CannotTell, Ask, true),
     ("perl", "eval { risky() };", ReadOnly, Ask, false),
     ("perl", "qx{git push};", Network, Deny, false),
-    ("perl", "# system('rm')\nprint \"hi\";", ReadOnly, Ask, false),
-    ("perl", "use LWP::Simple;\nget('http://example.com');", Network, Ask, false),
+    (
+        "perl",
+        "# system('rm')\nprint \"hi\";",
+        ReadOnly,
+        Ask,
+        false,
+    ),
+    (
+        "perl",
+        "use LWP::Simple;\nget('http://example.com');",
+        Network,
+        Ask,
+        false,
+    ),
     ("r", "system('rm -rf x')", Deletes, Deny, false),
     ("r", "system2('rm', c('-rf', 'x'))", Deletes, Deny, false),
     ("r", "file.remove('a.csv')", Deletes, Ask, false),
-    ("r", "download.file('http://example.com', 'y')", Network, Ask, false),
+    (
+        "r",
+        "download.file('http://example.com', 'y')",
+        Network,
+        Ask,
+        false,
+    ),
     ("r", "eval(parse(text = code))", CannotTell, Ask, true),
-    ("r", "unlink('/tmp/x', recursive = TRUE)", DeletesOutsideWorkspace, Ask, false),
+    (
+        "r",
+        "unlink('/tmp/x', recursive = TRUE)",
+        DeletesOutsideWorkspace,
+        Ask,
+        false,
+    ),
     ("r", "# system('rm -rf /')\nprint(1)", ReadOnly, Ask, false),
 ];
 
@@ -230,7 +464,11 @@ fn check(lang: &str, code: &str, class: RiskClass, decision: Decision, pd: bool)
             v.decision,
             v.possibly_denied,
             v.summary(),
-            v.findings.iter().map(|f| f.summary()).collect::<Vec<_>>().join("; ")
+            v.findings
+                .iter()
+                .map(|f| f.summary())
+                .collect::<Vec<_>>()
+                .join("; ")
         ))
     }
 }
@@ -242,7 +480,12 @@ fn shell_table_under_fixed_rules() {
         .iter()
         .filter_map(|(code, class, d, pd)| check("bash", code, *class, *d, *pd))
         .collect();
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -252,7 +495,12 @@ fn script_table_under_fixed_rules() {
         .iter()
         .filter_map(|(lang, code, class, d, pd)| check(lang, code, *class, *d, *pd))
         .collect();
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -270,11 +518,23 @@ fn every_prefix_is_judged_and_quotes_are_block_text() {
             let v = p.judge(lang, part);
             assert!(v.classes.contains(&v.highest), "{part:?}");
             for f in &v.findings {
-                assert!(part.contains(&f.quoted), "{lang} {part:?}: quote {:?} not in the code", f.quoted);
-                assert!(f.line >= 1 && f.line <= part.lines().count().max(1) + 1, "{part:?}: line {}", f.line);
+                assert!(
+                    part.contains(&f.quoted),
+                    "{lang} {part:?}: quote {:?} not in the code",
+                    f.quoted
+                );
+                assert!(
+                    f.line >= 1 && f.line <= part.lines().count().max(1) + 1,
+                    "{part:?}: line {}",
+                    f.line
+                );
             }
             for c in &v.commands {
-                assert!(part.contains(&c.quoted), "{part:?}: command quote {:?}", c.quoted);
+                assert!(
+                    part.contains(&c.quoted),
+                    "{part:?}: command quote {:?}",
+                    c.quoted
+                );
             }
             if v.decision == Decision::Allow {
                 assert!(!v.has(CannotTell) || v.rule.is_some(), "{part:?}");
@@ -286,7 +546,10 @@ fn every_prefix_is_judged_and_quotes_are_block_text() {
 #[test]
 fn summary_quotes_the_command_and_its_line() {
     let v = policy().judge("bash", "ls\necho ok\nrm -rf build/\n");
-    assert_eq!(v.summary(), "rm -rf build/ — deletes a directory tree (line 3)");
+    assert_eq!(
+        v.summary(),
+        "rm -rf build/ — deletes a directory tree (line 3)"
+    );
     assert_eq!(v.rule.as_ref().map(|r| r.text.as_str()), Some("rm"));
     assert!(v.decision_reason().contains("denied by rule \"rm\""));
     let words: Vec<Vec<String>> = v.commands.iter().map(|c| c.words.clone()).collect();
@@ -297,7 +560,9 @@ fn summary_quotes_the_command_and_its_line() {
 fn deny_rule_catches_sudo_and_ask_rule_asks() {
     let mut rules = Rules::new();
     rules.add(Decision::Allow, "git", RuleSource::User).unwrap();
-    rules.add(Decision::Ask, "git commit", RuleSource::Project).unwrap();
+    rules
+        .add(Decision::Ask, "git commit", RuleSource::Project)
+        .unwrap();
     let p = Policy::new(rules, ROOT);
     assert_eq!(p.judge("bash", "git log").decision, Decision::Allow);
     let v = p.judge("bash", "git commit -m x");
@@ -311,8 +576,12 @@ fn deny_rule_catches_sudo_and_ask_rule_asks() {
     let p2 = Policy::new(r2.clone(), ROOT);
     assert_eq!(p2.judge("bash", "sudo ls").decision, Decision::Ask);
     assert_eq!(p2.judge("bash", "nice ls").decision, Decision::Allow);
-    r2.add(Decision::Allow, "sudo ls", RuleSource::User).unwrap();
-    assert_eq!(Policy::new(r2, ROOT).judge("bash", "sudo ls").decision, Decision::Allow);
+    r2.add(Decision::Allow, "sudo ls", RuleSource::User)
+        .unwrap();
+    assert_eq!(
+        Policy::new(r2, ROOT).judge("bash", "sudo ls").decision,
+        Decision::Allow
+    );
 }
 
 #[test]

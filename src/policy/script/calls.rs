@@ -18,7 +18,9 @@ enum Act {
     /// Runs a program with an argument list (`spawn('rm', ['-rf', 'x'])`, `system2`).
     ProgramArgs,
     /// `os.exec*` / `os.spawn*`: argv from a list or from the positional strings.
-    Exec { skip: usize },
+    Exec {
+        skip: usize,
+    },
     Delete,
     Write,
     Open,
@@ -36,10 +38,24 @@ fn lookup(lang: Language, name: &str, last: &str, child_process: bool) -> Option
     use Act::*;
     let act = match lang {
         Language::Python => match name {
-            "os.system" | "os.popen" | "subprocess.run" | "subprocess.call" | "subprocess.check_call" | "subprocess.check_output" | "subprocess.Popen" | "subprocess.getoutput" | "subprocess.getstatusoutput" | "commands.getoutput" | "commands.getstatusoutput" | "pty.spawn" | "asyncio.create_subprocess_shell" => Shell,
+            "os.system"
+            | "os.popen"
+            | "subprocess.run"
+            | "subprocess.call"
+            | "subprocess.check_call"
+            | "subprocess.check_output"
+            | "subprocess.Popen"
+            | "subprocess.getoutput"
+            | "subprocess.getstatusoutput"
+            | "commands.getoutput"
+            | "commands.getstatusoutput"
+            | "pty.spawn"
+            | "asyncio.create_subprocess_shell" => Shell,
             "asyncio.create_subprocess_exec" => Exec { skip: 0 },
             "os.remove" | "os.unlink" | "os.rmdir" | "os.removedirs" | "shutil.rmtree" => Delete,
-            "shutil.copy" | "shutil.copy2" | "shutil.copyfile" | "shutil.copytree" | "shutil.move" | "os.rename" | "os.replace" | "os.makedirs" | "os.mkdir" | "os.symlink" | "os.link" | "os.truncate" => Write,
+            "shutil.copy" | "shutil.copy2" | "shutil.copyfile" | "shutil.copytree"
+            | "shutil.move" | "os.rename" | "os.replace" | "os.makedirs" | "os.mkdir"
+            | "os.symlink" | "os.link" | "os.truncate" => Write,
             "os.chmod" | "os.chown" | "os.lchown" | "shutil.chown" => Perms,
             "open" | "io.open" | "codecs.open" => Open,
             "exec" | "eval" | "compile" => Eval,
@@ -47,41 +63,113 @@ fn lookup(lang: Language, name: &str, last: &str, child_process: bool) -> Option
             "ctypes.CDLL" | "ctypes.cdll.LoadLibrary" | "marshal.loads" | "pickle.loads" => Dynamic,
             n if n.starts_with("os.exec") => Exec { skip: 0 },
             n if n.starts_with("os.spawn") || n.starts_with("os.posix_spawn") => Exec { skip: 1 },
-            n if ["socket.", "requests.", "urllib.", "urllib2.", "urllib3.", "http.client", "httpx.", "aiohttp.", "ftplib.", "smtplib.", "paramiko.", "telnetlib.", "websocket", "xmlrpc."].iter().any(|p| n.starts_with(p)) => Network,
+            n if [
+                "socket.",
+                "requests.",
+                "urllib.",
+                "urllib2.",
+                "urllib3.",
+                "http.client",
+                "httpx.",
+                "aiohttp.",
+                "ftplib.",
+                "smtplib.",
+                "paramiko.",
+                "telnetlib.",
+                "websocket",
+                "xmlrpc.",
+            ]
+            .iter()
+            .any(|p| n.starts_with(p)) =>
+            {
+                Network
+            }
             _ => match last {
                 "system" | "popen" | "check_output" | "check_call" | "Popen" | "getoutput" => Shell,
                 "rmtree" | "unlink" | "rmdir" => Delete,
-                "write_text" | "write_bytes" | "touch" | "mkdir" | "symlink_to" | "rename" | "replace" => Write,
+                "write_text" | "write_bytes" | "touch" | "mkdir" | "symlink_to" | "rename"
+                | "replace" => Write,
                 "chmod" | "lchmod" | "chown" => Perms,
                 "urlopen" | "urlretrieve" | "create_connection" => Network,
                 _ => return None,
             },
         },
         Language::JavaScript => match last {
-            "exec" | "execSync" if child_process || name != "exec" && name.contains("child") => Shell,
+            "exec" | "execSync" if child_process || name != "exec" && name.contains("child") => {
+                Shell
+            }
             "execSync" => Shell,
-            "spawn" | "spawnSync" | "execFile" | "execFileSync" | "fork" if child_process || last != "spawn" => ProgramArgs,
-            "rmSync" | "rmdirSync" | "unlinkSync" | "rm" | "rmdir" | "unlink" if name.contains("fs") || child_process => Delete,
+            "spawn" | "spawnSync" | "execFile" | "execFileSync" | "fork"
+                if child_process || last != "spawn" =>
+            {
+                ProgramArgs
+            }
+            "rmSync" | "rmdirSync" | "unlinkSync" | "rm" | "rmdir" | "unlink"
+                if name.contains("fs") || child_process =>
+            {
+                Delete
+            }
             "rmSync" | "rmdirSync" | "unlinkSync" => Delete,
-            "writeFileSync" | "writeFile" | "appendFileSync" | "appendFile" | "mkdirSync" | "copyFileSync" | "renameSync" | "createWriteStream" | "cpSync" | "symlinkSync" => Write,
+            "writeFileSync" | "writeFile" | "appendFileSync" | "appendFile" | "mkdirSync"
+            | "copyFileSync" | "renameSync" | "createWriteStream" | "cpSync" | "symlinkSync" => {
+                Write
+            }
             "chmodSync" | "chownSync" | "chmod" | "chown" => Perms,
             "fetch" | "XMLHttpRequest" | "WebSocket" | "createConnection" | "axios" => Network,
-            "get" | "request" | "post" | "connect" if ["http.", "https.", "net.", "axios.", "tls."].iter().any(|p| name.starts_with(p)) => Network,
+            "get" | "request" | "post" | "connect"
+                if ["http.", "https.", "net.", "axios.", "tls."]
+                    .iter()
+                    .any(|p| name.starts_with(p)) =>
+            {
+                Network
+            }
             "eval" => Eval,
-            "Function" | "runInThisContext" | "runInNewContext" | "runInContext" | "setTimeout" if last != "setTimeout" => Dynamic,
+            "Function" | "runInThisContext" | "runInNewContext" | "runInContext" | "setTimeout"
+                if last != "setTimeout" =>
+            {
+                Dynamic
+            }
             "require" => DynamicName,
             _ => return None,
         },
         Language::Ruby => match name {
-            "system" | "exec" | "spawn" | "Kernel.system" | "Kernel.exec" | "Kernel.spawn" | "IO.popen" | "Process.spawn" | "PTY.spawn" => Shell,
+            "system" | "exec" | "spawn" | "Kernel.system" | "Kernel.exec" | "Kernel.spawn"
+            | "IO.popen" | "Process.spawn" | "PTY.spawn" => Shell,
             n if n.starts_with("Open3.") => Shell,
-            "File.delete" | "File.unlink" | "Dir.rmdir" | "Dir.delete" | "FileUtils.rm" | "FileUtils.rm_r" | "FileUtils.rm_rf" | "FileUtils.rm_f" | "FileUtils.remove" | "FileUtils.remove_dir" | "FileUtils.remove_entry" | "FileUtils.rmdir" | "FileUtils.rmtree" => Delete,
-            "File.write" | "IO.write" | "FileUtils.cp" | "FileUtils.mv" | "FileUtils.mkdir_p" | "FileUtils.touch" | "FileUtils.cp_r" | "Dir.mkdir" | "File.rename" => Write,
+            "File.delete"
+            | "File.unlink"
+            | "Dir.rmdir"
+            | "Dir.delete"
+            | "FileUtils.rm"
+            | "FileUtils.rm_r"
+            | "FileUtils.rm_rf"
+            | "FileUtils.rm_f"
+            | "FileUtils.remove"
+            | "FileUtils.remove_dir"
+            | "FileUtils.remove_entry"
+            | "FileUtils.rmdir"
+            | "FileUtils.rmtree" => Delete,
+            "File.write" | "IO.write" | "FileUtils.cp" | "FileUtils.mv" | "FileUtils.mkdir_p"
+            | "FileUtils.touch" | "FileUtils.cp_r" | "Dir.mkdir" | "File.rename" => Write,
             "File.open" | "open" => Open,
-            "File.chmod" | "File.chown" | "FileUtils.chmod" | "FileUtils.chown" | "FileUtils.chmod_R" | "FileUtils.chown_R" => Perms,
+            "File.chmod" | "File.chown" | "FileUtils.chmod" | "FileUtils.chown"
+            | "FileUtils.chmod_R" | "FileUtils.chown_R" => Perms,
             "eval" | "instance_eval" | "class_eval" | "module_eval" => Eval,
             "send" | "public_send" | "const_get" | "require" | "load" => DynamicName,
-            n if ["Net.", "URI.open", "TCPSocket", "Socket.", "HTTParty", "Faraday", "open-uri"].iter().any(|p| n.starts_with(p)) => Network,
+            n if [
+                "Net.",
+                "URI.open",
+                "TCPSocket",
+                "Socket.",
+                "HTTParty",
+                "Faraday",
+                "open-uri",
+            ]
+            .iter()
+            .any(|p| n.starts_with(p)) =>
+            {
+                Network
+            }
             _ => match last {
                 "instance_eval" | "class_eval" | "module_eval" | "instance_exec" => Eval,
                 "send" | "public_send" | "const_get" => DynamicName,
@@ -91,26 +179,54 @@ fn lookup(lang: Language, name: &str, last: &str, child_process: bool) -> Option
         },
         Language::Perl => match name {
             "system" | "exec" => Shell,
-            "unlink" | "rmdir" | "File.Path.rmtree" | "File.Path.remove_tree" | "rmtree" | "remove_tree" => Delete,
-            "mkdir" | "rename" | "File.Copy.copy" | "File.Copy.move" | "copy" | "move" | "make_path" | "mkpath" | "symlink" => Write,
+            "unlink"
+            | "rmdir"
+            | "File.Path.rmtree"
+            | "File.Path.remove_tree"
+            | "rmtree"
+            | "remove_tree" => Delete,
+            "mkdir" | "rename" | "File.Copy.copy" | "File.Copy.move" | "copy" | "move"
+            | "make_path" | "mkpath" | "symlink" => Write,
             "open" | "sysopen" => Open,
             "chmod" | "chown" => Perms,
             "eval" => Eval,
             "require" | "do" => DynamicName,
-            n if ["LWP", "HTTP.Tiny", "IO.Socket", "Net.", "Socket", "getstore", "get", "Mojo.UserAgent"].iter().any(|p| n.starts_with(p)) && n != "getc" => Network,
+            n if [
+                "LWP",
+                "HTTP.Tiny",
+                "IO.Socket",
+                "Net.",
+                "Socket",
+                "getstore",
+                "get",
+                "Mojo.UserAgent",
+            ]
+            .iter()
+            .any(|p| n.starts_with(p))
+                && n != "getc" =>
+            {
+                Network
+            }
             _ => return None,
         },
-        Language::R => match name {
-            "system" | "shell" | "base.system" => Shell,
-            "system2" | "processx.run" | "sys.exec_wait" => ProgramArgs,
-            "file.remove" | "unlink" | "fs.file_delete" | "fs.dir_delete" => Delete,
-            "writeLines" | "write.csv" | "write.table" | "saveRDS" | "save" | "file.create" | "dir.create" | "file.copy" | "file.rename" | "sink" | "writeBin" | "write" | "readr.write_csv" => Write,
-            "Sys.chmod" | "Sys.setFileTime" => Perms,
-            "download.file" | "url" | "curl.curl" | "httr.GET" | "httr.POST" | "socketConnection" | "curl.curl_download" | "RCurl.getURL" | "httr2.req_perform" => Network,
-            "eval" | "evalq" => Eval,
-            "source" | "sys.source" | "do.call" | "get" | "match.fun" | "library" | "require" => DynamicName,
-            _ => return None,
-        },
+        Language::R => {
+            match name {
+                "system" | "shell" | "base.system" => Shell,
+                "system2" | "processx.run" | "sys.exec_wait" => ProgramArgs,
+                "file.remove" | "unlink" | "fs.file_delete" | "fs.dir_delete" => Delete,
+                "writeLines" | "write.csv" | "write.table" | "saveRDS" | "save" | "file.create"
+                | "dir.create" | "file.copy" | "file.rename" | "sink" | "writeBin" | "write"
+                | "readr.write_csv" => Write,
+                "Sys.chmod" | "Sys.setFileTime" => Perms,
+                "download.file" | "url" | "curl.curl" | "httr.GET" | "httr.POST"
+                | "socketConnection" | "curl.curl_download" | "RCurl.getURL"
+                | "httr2.req_perform" => Network,
+                "eval" | "evalq" => Eval,
+                "source" | "sys.source" | "do.call" | "get" | "match.fun" | "library"
+                | "require" => DynamicName,
+                _ => return None,
+            }
+        }
         _ => return None,
     };
     Some(act)
@@ -126,8 +242,14 @@ enum Val {
 
 pub(crate) fn analyse(an: &mut Analysis<'_>, lang: Language, code: &str, frame: &Frame) {
     let toks = tokenize(code, lang);
-    let child_process = toks.iter().any(|t| matches!(&t.kind, Kind::Str { value, .. } if value.ends_with("child_process")));
-    let aliases = if lang == Language::Python { python_aliases(&toks) } else { HashMap::new() };
+    let child_process = toks
+        .iter()
+        .any(|t| matches!(&t.kind, Kind::Str { value, .. } if value.ends_with("child_process")));
+    let aliases = if lang == Language::Python {
+        python_aliases(&toks)
+    } else {
+        HashMap::new()
+    };
     let mut i = 0;
     while i < toks.len() {
         let t = &toks[i];
@@ -138,7 +260,12 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, lang: Language, code: &str, frame: 
                     let f = frame.nested(q, frame.line(t.line));
                     super::super::shell::analyse(an, value, &f);
                 } else {
-                    an.opaque("runs a shell command built at run time", q, frame.line(t.line), frame);
+                    an.opaque(
+                        "runs a shell command built at run time",
+                        q,
+                        frame.line(t.line),
+                        frame,
+                    );
                 }
             }
             Kind::Ident(id) => {
@@ -165,8 +292,19 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, lang: Language, code: &str, frame: 
                     let last = parts.last().cloned().unwrap_or_default();
                     // A method on an expression (`Path(x).unlink()`) is looked up by its
                     // last name with an unknown receiver.
-                    let known = lookup(lang, &name, if parts.len() > 1 { &last } else { "" }, child_process)
-                        .or_else(|| if lang == Language::JavaScript { lookup(lang, &name, &last, child_process) } else { None });
+                    let known = lookup(
+                        lang,
+                        &name,
+                        if parts.len() > 1 { &last } else { "" },
+                        child_process,
+                    )
+                    .or_else(|| {
+                        if lang == Language::JavaScript {
+                            lookup(lang, &name, &last, child_process)
+                        } else {
+                            None
+                        }
+                    });
                     if let Some(act) = known {
                         call(an, lang, code, &toks, i, j, act, frame);
                     }
@@ -174,11 +312,18 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, lang: Language, code: &str, frame: 
                     // the loop reaches `c` after `)`).
                 } else if let Kind::Ident(_) = &t.kind {
                     // `expr.method(` where expr is not a plain name: `)` or `]` before `.`.
-                    let recv_is_expr = i >= 2 && matches!(toks[i - 2].kind, Kind::Punct(')') | Kind::Punct(']') | Kind::Str { .. });
-                    if recv_is_expr {
-                        if let Some(act) = lookup(lang, &format!("?.{id}"), id, child_process) {
-                            call(an, lang, code, &toks, i, i, act, frame);
-                        }
+                    let recv_is_expr = i >= 2
+                        && matches!(
+                            toks[i - 2].kind,
+                            Kind::Punct(')') | Kind::Punct(']') | Kind::Str { .. }
+                        );
+                    let act = if recv_is_expr {
+                        lookup(lang, &format!("?.{id}"), id, child_process)
+                    } else {
+                        None
+                    };
+                    if let Some(act) = act {
+                        call(an, lang, code, &toks, i, i, act, frame);
                     }
                 }
             }
@@ -191,7 +336,13 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, lang: Language, code: &str, frame: 
 /// Python `import x as y` and `from x import a as b`: local name -> dotted origin.
 fn python_aliases(toks: &[Token]) -> HashMap<String, String> {
     let mut map = HashMap::new();
-    let ident = |k: &Kind| if let Kind::Ident(s) = k { Some(s.clone()) } else { None };
+    let ident = |k: &Kind| {
+        if let Kind::Ident(s) = k {
+            Some(s.clone())
+        } else {
+            None
+        }
+    };
     let mut i = 0;
     while i < toks.len() {
         let from = ident(&toks[i].kind).filter(|s| s == "from").is_some();
@@ -215,13 +366,22 @@ fn python_aliases(toks: &[Token]) -> HashMap<String, String> {
             let line = toks[i].line;
             let mut cur = String::new();
             while let Some(t) = toks.get(j) {
-                if t.line != line && !matches!(toks.get(j.saturating_sub(1)).map(|p| &p.kind), Some(Kind::Punct(',' | '('))) {
+                if t.line != line
+                    && !matches!(
+                        toks.get(j.saturating_sub(1)).map(|p| &p.kind),
+                        Some(Kind::Punct(',' | '('))
+                    )
+                {
                     break;
                 }
                 match &t.kind {
                     Kind::Ident(s) if s == "as" => {
                         if let Some(alias) = toks.get(j + 1).and_then(|t| ident(&t.kind)) {
-                            let origin = if from { format!("{module}.{cur}") } else { cur.clone() };
+                            let origin = if from {
+                                format!("{module}.{cur}")
+                            } else {
+                                cur.clone()
+                            };
                             map.insert(alias, origin);
                             cur.clear();
                             j += 1;
@@ -272,7 +432,10 @@ fn arguments(lang: Language, toks: &[Token], j: usize) -> Option<(Vec<(usize, us
     let line = toks[j].line;
     while k < toks.len() {
         let kind = &toks[k].kind;
-        if !paren && depth == 0 && (toks[k].line != line && !matches!(toks[k - 1].kind, Kind::Punct(','))) {
+        if !paren
+            && depth == 0
+            && (toks[k].line != line && !matches!(toks[k - 1].kind, Kind::Punct(',')))
+        {
             break;
         }
         match kind {
@@ -294,7 +457,13 @@ fn arguments(lang: Language, toks: &[Token], j: usize) -> Option<(Vec<(usize, us
                 start = k + 1;
             }
             Kind::Punct(';') if depth == 0 && !paren => break,
-            Ident(s) if !paren && depth == 0 && matches!(s.as_str(), "or" | "and" | "if" | "unless" | "do") => break,
+            Ident(s)
+                if !paren
+                    && depth == 0
+                    && matches!(s.as_str(), "or" | "and" | "if" | "unless" | "do") =>
+            {
+                break;
+            }
             _ => {}
         }
         k += 1;
@@ -309,20 +478,53 @@ use Kind::Ident;
 fn value(lang: Language, toks: &[Token]) -> Val {
     match toks {
         [t] => match &t.kind {
-            Kind::Str { value, literal: true } => Val::Str(value.clone()),
+            Kind::Str {
+                value,
+                literal: true,
+            } => Val::Str(value.clone()),
             _ => Val::Dynamic,
         },
         _ => {
             // [ 'a', 'b' ] / ( 'a', 'b' ) / c('a', 'b') / %w(a b)
             let inner: &[Token] = match toks {
-                [Token { kind: Kind::Ident(c), .. }, Token { kind: Kind::Punct('('), .. }, mid @ .., Token { kind: Kind::Punct(')'), .. }] if c == "c" && lang == Language::R => mid,
-                [Token { kind: Kind::Punct('[' | '('), .. }, mid @ .., Token { kind: Kind::Punct(']' | ')'), .. }] => mid,
+                [
+                    Token {
+                        kind: Kind::Ident(c),
+                        ..
+                    },
+                    Token {
+                        kind: Kind::Punct('('),
+                        ..
+                    },
+                    mid @ ..,
+                    Token {
+                        kind: Kind::Punct(')'),
+                        ..
+                    },
+                ] if c == "c" && lang == Language::R => mid,
+                [
+                    Token {
+                        kind: Kind::Punct('[' | '('),
+                        ..
+                    },
+                    mid @ ..,
+                    Token {
+                        kind: Kind::Punct(']' | ')'),
+                        ..
+                    },
+                ] => mid,
                 _ => return Val::Dynamic,
             };
             let mut out = Vec::new();
             for (n, t) in inner.iter().enumerate() {
                 match (&t.kind, n % 2) {
-                    (Kind::Str { value, literal: true }, 0) => out.push(value.clone()),
+                    (
+                        Kind::Str {
+                            value,
+                            literal: true,
+                        },
+                        0,
+                    ) => out.push(value.clone()),
                     (Kind::Punct(','), 1) => {}
                     _ => return Val::Dynamic,
                 }
@@ -333,9 +535,22 @@ fn value(lang: Language, toks: &[Token]) -> Val {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn call(an: &mut Analysis<'_>, lang: Language, code: &str, toks: &[Token], i: usize, j: usize, act: Act, frame: &Frame) {
+fn call(
+    an: &mut Analysis<'_>,
+    lang: Language,
+    code: &str,
+    toks: &[Token],
+    i: usize,
+    j: usize,
+    act: Act,
+    frame: &Frame,
+) {
     // Perl/Ruby `eval {` and `instance_eval do`: blocks of code, not strings.
-    if act == Act::Eval && toks.get(j + 1).is_some_and(|t| matches!(&t.kind, Kind::Punct('{')) || matches!(&t.kind, Kind::Ident(s) if s == "do")) {
+    if act == Act::Eval
+        && toks.get(j + 1).is_some_and(|t| {
+            matches!(&t.kind, Kind::Punct('{')) || matches!(&t.kind, Kind::Ident(s) if s == "do")
+        })
+    {
         return;
     }
     let Some((ranges, end)) = arguments(lang, toks, j) else {
@@ -345,25 +560,59 @@ fn call(an: &mut Analysis<'_>, lang: Language, code: &str, toks: &[Token], i: us
         return;
     };
     let start_tok = &toks[i];
-    let end_byte = toks.get(end.saturating_sub(1)).map(|t| t.end).unwrap_or(code.len());
-    let q = code.get(start_tok.start..end_byte.max(start_tok.start)).unwrap_or("");
+    let end_byte = toks
+        .get(end.saturating_sub(1))
+        .map(|t| t.end)
+        .unwrap_or(code.len());
+    let q = code
+        .get(start_tok.start..end_byte.max(start_tok.start))
+        .unwrap_or("");
     let line = frame.line(start_tok.line);
     // Keyword arguments (`shell=True`, `mode='w'`) are not positional.
     let positional: Vec<&[Token]> = ranges
         .iter()
         .map(|(a, b)| &toks[*a..*b])
-        .filter(|a| !(a.len() > 2 && matches!(a[0].kind, Kind::Ident(_)) && a[1].kind == Kind::Punct('=') && a[2].kind != Kind::Punct('=')))
-        .filter(|a| !(lang == Language::Ruby && a.len() > 1 && matches!(a[0].kind, Kind::Ident(_)) && a[1].kind == Kind::Punct(':')))
+        .filter(|a| {
+            !(a.len() > 2
+                && matches!(a[0].kind, Kind::Ident(_))
+                && a[1].kind == Kind::Punct('=')
+                && a[2].kind != Kind::Punct('='))
+        })
+        .filter(|a| {
+            !(lang == Language::Ruby
+                && a.len() > 1
+                && matches!(a[0].kind, Kind::Ident(_))
+                && a[1].kind == Kind::Punct(':'))
+        })
         .collect();
     let vals: Vec<Val> = positional.iter().map(|a| value(lang, a)).collect();
     let all_kw: Vec<&[Token]> = ranges.iter().map(|(a, b)| &toks[*a..*b]).collect();
     match act {
         Act::Shell => {
-            let strs: Vec<&str> = vals.iter().filter_map(|v| if let Val::Str(s) = v { Some(s.as_str()) } else { None }).collect();
+            let strs: Vec<&str> = vals
+                .iter()
+                .filter_map(|v| {
+                    if let Val::Str(s) = v {
+                        Some(s.as_str())
+                    } else {
+                        None
+                    }
+                })
+                .collect();
             match vals.first() {
                 // Ruby/Perl `system('rm', '-rf', 'x')`: an argv without a shell.
-                Some(Val::Str(_)) if matches!(lang, Language::Ruby | Language::Perl) && strs.len() > 1 && strs.len() == vals.len() => {
-                    argv(an, strs.iter().map(|s| s.to_string()).collect(), q, line, frame)
+                Some(Val::Str(_))
+                    if matches!(lang, Language::Ruby | Language::Perl)
+                        && strs.len() > 1
+                        && strs.len() == vals.len() =>
+                {
+                    argv(
+                        an,
+                        strs.iter().map(|s| s.to_string()).collect(),
+                        q,
+                        line,
+                        frame,
+                    )
                 }
                 Some(Val::Str(s)) => {
                     let f = frame.nested(q, line);
@@ -398,8 +647,21 @@ fn call(an: &mut Analysis<'_>, lang: Language, code: &str, toks: &[Token], i: us
             if let Some(Val::List(l)) = rest.iter().find(|v| matches!(v, Val::List(_))) {
                 argv(an, l.clone(), q, line, frame);
             } else if !rest.is_empty() && rest.iter().all(|v| matches!(v, Val::Str(_))) {
-                let strs: Vec<String> = rest.iter().filter_map(|v| if let Val::Str(s) = v { Some(s.clone()) } else { None }).collect();
-                let argv_words = if strs.len() > 1 { strs[1..].to_vec() } else { strs };
+                let strs: Vec<String> = rest
+                    .iter()
+                    .filter_map(|v| {
+                        if let Val::Str(s) = v {
+                            Some(s.clone())
+                        } else {
+                            None
+                        }
+                    })
+                    .collect();
+                let argv_words = if strs.len() > 1 {
+                    strs[1..].to_vec()
+                } else {
+                    strs
+                };
                 argv(an, argv_words, q, line, frame);
             } else {
                 an.opaque("runs a program built at run time", q, line, frame);
@@ -410,19 +672,62 @@ fn call(an: &mut Analysis<'_>, lang: Language, code: &str, toks: &[Token], i: us
                 Some(Val::Str(s)) => Some(s.clone()),
                 _ => None,
             };
-            let recursive = ["rmtree", "rm_rf", "rm_r", "remove_tree", "remove_dir", "rmSync", "dir_delete"].iter().any(|n| q.contains(n)) || q.contains("recursive");
-            let what = if recursive { "deletes a directory tree" } else { "deletes files" };
+            let recursive = [
+                "rmtree",
+                "rm_rf",
+                "rm_r",
+                "remove_tree",
+                "remove_dir",
+                "rmSync",
+                "dir_delete",
+            ]
+            .iter()
+            .any(|n| q.contains(n))
+                || q.contains("recursive");
+            let what = if recursive {
+                "deletes a directory tree"
+            } else {
+                "deletes files"
+            };
             match target {
-                Some(t) if an.inside_workspace(&t, false, t.starts_with('~')) => an.finding(RiskClass::Deletes, what, q, line, frame),
-                Some(t) => an.finding(RiskClass::DeletesOutsideWorkspace, &format!("{what} outside the workspace ({t})"), q, line, frame),
-                None => an.finding(RiskClass::DeletesOutsideWorkspace, &format!("{what} at a path known only at run time (may be outside the workspace)"), q, line, frame),
+                Some(t) if an.inside_workspace(&t, false, t.starts_with('~')) => {
+                    an.finding(RiskClass::Deletes, what, q, line, frame)
+                }
+                Some(t) => an.finding(
+                    RiskClass::DeletesOutsideWorkspace,
+                    &format!("{what} outside the workspace ({t})"),
+                    q,
+                    line,
+                    frame,
+                ),
+                None => an.finding(
+                    RiskClass::DeletesOutsideWorkspace,
+                    &format!(
+                        "{what} at a path known only at run time (may be outside the workspace)"
+                    ),
+                    q,
+                    line,
+                    frame,
+                ),
             }
         }
         Act::Write | Act::Perms => {
-            let system = vals.iter().any(|v| matches!(v, Val::Str(s) if super::super::shell::is_system_path(s)));
-            let what = if act == Act::Perms { "changes permissions or owners" } else { "writes files" };
+            let system = vals
+                .iter()
+                .any(|v| matches!(v, Val::Str(s) if super::super::shell::is_system_path(s)));
+            let what = if act == Act::Perms {
+                "changes permissions or owners"
+            } else {
+                "writes files"
+            };
             if system {
-                an.finding(RiskClass::ChangesSystem, &format!("{what} under a system path"), q, line, frame);
+                an.finding(
+                    RiskClass::ChangesSystem,
+                    &format!("{what} under a system path"),
+                    q,
+                    line,
+                    frame,
+                );
             } else {
                 an.finding(RiskClass::WritesFiles, what, q, line, frame);
             }
@@ -431,30 +736,81 @@ fn call(an: &mut Analysis<'_>, lang: Language, code: &str, toks: &[Token], i: us
             let strs: Vec<&str> = all_kw
                 .iter()
                 .filter_map(|a| a.last())
-                .filter_map(|t| if let Kind::Str { value, .. } = &t.kind { Some(value.as_str()) } else { None })
+                .filter_map(|t| {
+                    if let Kind::Str { value, .. } = &t.kind {
+                        Some(value.as_str())
+                    } else {
+                        None
+                    }
+                })
                 .collect();
-            let mode_args: Vec<&str> = if lang == Language::Perl { strs.clone() } else { strs.iter().skip(1).copied().collect() };
-            let pipe = lang == Language::Perl && strs.iter().any(|s| s.starts_with('|') || s.ends_with('|') || s.starts_with("-|") || s.starts_with("|-"));
-            let is_mode = |s: &str| !s.is_empty() && s.len() <= 4 && s.chars().all(|c| "rwxabt+U".contains(c));
-            let writes = match lang {
-                Language::Perl => strs.iter().any(|s| s.starts_with('>') || s.starts_with("+<")),
-                _ => mode_args.iter().any(|s| is_mode(s) && s.contains(['w', 'a', 'x', '+'])),
+            let mode_args: Vec<&str> = if lang == Language::Perl {
+                strs.clone()
+            } else {
+                strs.iter().skip(1).copied().collect()
             };
-            let dyn_mode = lang != Language::Perl && all_kw.len() > 1 && mode_args.is_empty() && positional.len() > 1;
+            let pipe = lang == Language::Perl
+                && strs.iter().any(|s| {
+                    s.starts_with('|')
+                        || s.ends_with('|')
+                        || s.starts_with("-|")
+                        || s.starts_with("|-")
+                });
+            let is_mode = |s: &str| {
+                !s.is_empty() && s.len() <= 4 && s.chars().all(|c| "rwxabt+U".contains(c))
+            };
+            let writes = match lang {
+                Language::Perl => strs
+                    .iter()
+                    .any(|s| s.starts_with('>') || s.starts_with("+<")),
+                _ => mode_args
+                    .iter()
+                    .any(|s| is_mode(s) && s.contains(['w', 'a', 'x', '+'])),
+            };
+            let dyn_mode = lang != Language::Perl
+                && all_kw.len() > 1
+                && mode_args.is_empty()
+                && positional.len() > 1;
             if pipe {
                 an.opaque("opens a pipe to a command", q, line, frame);
             } else if writes {
-                let system = strs.iter().any(|s| super::super::shell::is_system_path(s.trim_start_matches(['>', '+', '<', ' '])));
+                let system = strs.iter().any(|s| {
+                    super::super::shell::is_system_path(s.trim_start_matches(['>', '+', '<', ' ']))
+                });
                 if system {
-                    an.finding(RiskClass::ChangesSystem, "writes a file under a system path", q, line, frame);
+                    an.finding(
+                        RiskClass::ChangesSystem,
+                        "writes a file under a system path",
+                        q,
+                        line,
+                        frame,
+                    );
                 } else {
-                    an.finding(RiskClass::WritesFiles, "opens a file for writing", q, line, frame);
+                    an.finding(
+                        RiskClass::WritesFiles,
+                        "opens a file for writing",
+                        q,
+                        line,
+                        frame,
+                    );
                 }
             } else if dyn_mode {
-                an.finding(RiskClass::WritesFiles, "opens a file in a mode known only at run time", q, line, frame);
+                an.finding(
+                    RiskClass::WritesFiles,
+                    "opens a file in a mode known only at run time",
+                    q,
+                    line,
+                    frame,
+                );
             }
         }
-        Act::Network => an.finding(RiskClass::Network, "opens a network connection", q, line, frame),
+        Act::Network => an.finding(
+            RiskClass::Network,
+            "opens a network connection",
+            q,
+            line,
+            frame,
+        ),
         Act::Eval => match vals.first() {
             Some(Val::Str(s)) if lang != Language::R => {
                 let f = frame.nested(q, line);
@@ -468,12 +824,30 @@ fn call(an: &mut Analysis<'_>, lang: Language, code: &str, toks: &[Token], i: us
                 && q.starts_with("getattr")
                 && positional.first().is_some_and(|a| matches!(&a[0].kind, Kind::Ident(m) if ["os", "subprocess", "shutil", "builtins", "__builtins__", "pty", "sys"].contains(&m.as_str())));
             let literal_first = matches!(vals.first(), Some(Val::Str(_)));
+            // R's `library(ggplot2)` names a package without quotes.
+            let r_bare_name = lang == Language::R
+                && positional
+                    .first()
+                    .is_some_and(|a| a.len() == 1 && matches!(a[0].kind, Kind::Ident(_)))
+                && !q.starts_with("source")
+                && !q.starts_with("do.call");
             if looks_up_os {
-                an.opaque("looks up a function of a system module by name", q, line, frame);
-            } else if !literal_first && !q.starts_with("getattr") && !(lang == Language::R && positional.first().is_some_and(|a| a.len() == 1 && matches!(a[0].kind, Kind::Ident(_))) && !q.starts_with("source") && !q.starts_with("do.call")) {
+                an.opaque(
+                    "looks up a function of a system module by name",
+                    q,
+                    line,
+                    frame,
+                );
+            } else if !literal_first && !q.starts_with("getattr") && !r_bare_name {
                 an.opaque("loads code named only at run time", q, line, frame);
             } else if q.starts_with("source") || q.starts_with("sys.source") {
-                an.finding(RiskClass::CannotTell, "runs another file the policy cannot read", q, line, frame);
+                an.finding(
+                    RiskClass::CannotTell,
+                    "runs another file the policy cannot read",
+                    q,
+                    line,
+                    frame,
+                );
             }
         }
     }

@@ -50,8 +50,17 @@ pub(crate) fn analyse_nested(an: &mut Analysis<'_>, lang: Language, code: &str, 
     match lang {
         Language::Shell => super::shell::analyse(an, code, frame),
         Language::Other => {
-            let first = code.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-            an.opaque("the policy cannot read this language", first, frame.line(1), frame);
+            let first = code
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim();
+            an.opaque(
+                "the policy cannot read this language",
+                first,
+                frame.line(1),
+                frame,
+            );
         }
         l => calls::analyse(an, l, code, frame),
     }

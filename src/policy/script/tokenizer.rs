@@ -72,7 +72,10 @@ impl Lexer<'_> {
 
     fn advance_to(&mut self, end: usize) {
         let end = end.min(self.b.len());
-        self.line += self.b[self.pos..end].iter().filter(|c| **c == b'\n').count();
+        self.line += self.b[self.pos..end]
+            .iter()
+            .filter(|c| **c == b'\n')
+            .count();
         self.pos = end;
     }
 
@@ -89,17 +92,34 @@ impl Lexer<'_> {
                 }
                 b' ' | b'\t' | b'\r' => self.pos += 1,
                 b'#' if self.lang != Language::JavaScript => self.skip_line(),
-                b'/' if self.lang == Language::JavaScript && self.peek(1) == b'/' => self.skip_line(),
+                b'/' if self.lang == Language::JavaScript && self.peek(1) == b'/' => {
+                    self.skip_line()
+                }
                 b'/' if self.lang == Language::JavaScript && self.peek(1) == b'*' => {
-                    let end = self.src[self.pos + 2..].find("*/").map(|p| self.pos + 2 + p + 2).unwrap_or(self.b.len());
+                    let end = self.src[self.pos + 2..]
+                        .find("*/")
+                        .map(|p| self.pos + 2 + p + 2)
+                        .unwrap_or(self.b.len());
                     self.advance_to(end);
                 }
-                b'=' if self.lang == Language::Ruby && at_line_start(self) && self.src[self.pos..].starts_with("=begin") => {
-                    let end = self.src[self.pos..].find("\n=end").map(|p| self.pos + p + 5).unwrap_or(self.b.len());
+                b'=' if self.lang == Language::Ruby
+                    && at_line_start(self)
+                    && self.src[self.pos..].starts_with("=begin") =>
+                {
+                    let end = self.src[self.pos..]
+                        .find("\n=end")
+                        .map(|p| self.pos + p + 5)
+                        .unwrap_or(self.b.len());
                     self.advance_to(end);
                 }
-                b'=' if self.lang == Language::Perl && at_line_start(self) && self.peek(1).is_ascii_alphabetic() => {
-                    let end = self.src[self.pos..].find("\n=cut").map(|p| self.pos + p + 5).unwrap_or(self.b.len());
+                b'=' if self.lang == Language::Perl
+                    && at_line_start(self)
+                    && self.peek(1).is_ascii_alphabetic() =>
+                {
+                    let end = self.src[self.pos..]
+                        .find("\n=cut")
+                        .map(|p| self.pos + p + 5)
+                        .unwrap_or(self.b.len());
                     self.advance_to(end);
                 }
                 b'"' | b'\'' => {
@@ -115,7 +135,13 @@ impl Lexer<'_> {
                     };
                     self.push(kind, start, line);
                 }
-                b'%' if self.lang == Language::Ruby && matches!(self.peek(1), b'x' | b'q' | b'Q' | b'w' | b'W' | b'(' | b'[' | b'{') && self.ruby_percent_ok() => {
+                b'%' if self.lang == Language::Ruby
+                    && matches!(
+                        self.peek(1),
+                        b'x' | b'q' | b'Q' | b'w' | b'W' | b'(' | b'[' | b'{'
+                    )
+                    && self.ruby_percent_ok() =>
+                {
                     let kind = self.peek(1);
                     let (skip, shell) = match kind {
                         b'x' => (2, true),
@@ -124,18 +150,35 @@ impl Lexer<'_> {
                     };
                     self.pos += skip;
                     let (value, literal) = self.bracketed(kind != b'q' && kind != b'w');
-                    let k = if shell { Kind::Shell { value, literal } } else { Kind::Str { value, literal } };
+                    let k = if shell {
+                        Kind::Shell { value, literal }
+                    } else {
+                        Kind::Str { value, literal }
+                    };
                     self.push(k, start, line);
                 }
                 c if c.is_ascii_digit() => {
-                    while self.peek(0).is_ascii_alphanumeric() || self.peek(0) == b'.' || self.peek(0) == b'_' {
+                    while self.peek(0).is_ascii_alphanumeric()
+                        || self.peek(0) == b'.'
+                        || self.peek(0) == b'_'
+                    {
                         self.pos += 1;
                     }
                     self.push(Kind::Number, start, line);
                 }
-                c if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 || (self.lang == Language::Perl && matches!(c, b'$' | b'@') && (self.peek(1).is_ascii_alphabetic() || self.peek(1) == b'_')) => {
+                c if c.is_ascii_alphabetic()
+                    || c == b'_'
+                    || c >= 0x80
+                    || (self.lang == Language::Perl
+                        && matches!(c, b'$' | b'@')
+                        && (self.peek(1).is_ascii_alphabetic() || self.peek(1) == b'_')) =>
+                {
                     self.pos += 1;
-                    while self.peek(0).is_ascii_alphanumeric() || self.peek(0) == b'_' || self.peek(0) >= 0x80 || (self.lang == Language::JavaScript && self.peek(0) == b'$') {
+                    while self.peek(0).is_ascii_alphanumeric()
+                        || self.peek(0) == b'_'
+                        || self.peek(0) >= 0x80
+                        || (self.lang == Language::JavaScript && self.peek(0) == b'$')
+                    {
                         self.pos += 1;
                     }
                     while self.pos < self.b.len() && !self.src.is_char_boundary(self.pos) {
@@ -144,18 +187,35 @@ impl Lexer<'_> {
                     let word = &self.src[start..self.pos];
                     // String prefixes and quote-like operators.
                     let q = self.peek(0);
-                    if self.lang == Language::Python && (q == b'"' || q == b'\'') && word.len() <= 2 && word.chars().all(|ch| "rRbBuUfF".contains(ch)) {
+                    if self.lang == Language::Python
+                        && (q == b'"' || q == b'\'')
+                        && word.len() <= 2
+                        && word.chars().all(|ch| "rRbBuUfF".contains(ch))
+                    {
                         let raw = word.contains(['r', 'R']);
                         let f = word.contains(['f', 'F']);
                         let (value, literal) = self.quoted(q, raw);
                         let literal = literal && !(f && value.contains('{'));
                         self.push(Kind::Str { value, literal }, start, line);
-                    } else if self.lang == Language::R && (word == "r" || word == "R") && (q == b'"' || q == b'\'') {
+                    } else if self.lang == Language::R
+                        && (word == "r" || word == "R")
+                        && (q == b'"' || q == b'\'')
+                    {
                         let (value, literal) = self.quoted(q, true);
                         self.push(Kind::Str { value, literal }, start, line);
-                    } else if self.lang == Language::Perl && matches!(word, "q" | "qq" | "qx" | "qw") && matches!(q, b'(' | b'{' | b'[' | b'<' | b'/' | b'|' | b'!' | b'\'' | b'"') {
+                    } else if self.lang == Language::Perl
+                        && matches!(word, "q" | "qq" | "qx" | "qw")
+                        && matches!(
+                            q,
+                            b'(' | b'{' | b'[' | b'<' | b'/' | b'|' | b'!' | b'\'' | b'"'
+                        )
+                    {
                         let (value, literal) = self.bracketed(word != "q" && word != "qw");
-                        let k = if word == "qx" { Kind::Shell { value, literal } } else { Kind::Str { value, literal } };
+                        let k = if word == "qx" {
+                            Kind::Shell { value, literal }
+                        } else {
+                            Kind::Str { value, literal }
+                        };
                         self.push(k, start, line);
                     } else {
                         self.push(Kind::Ident(word.to_string()), start, line);
@@ -165,7 +225,9 @@ impl Lexer<'_> {
                     let ch = self.src[self.pos..].chars().next().unwrap_or(' ');
                     self.pos += ch.len_utf8();
                     // `::` (Ruby, Perl, R) and `->` (Perl) are member access.
-                    if (ch == ':' && self.peek(0) == b':') || (ch == '-' && self.peek(0) == b'>' && self.lang == Language::Perl) {
+                    if (ch == ':' && self.peek(0) == b':')
+                        || (ch == '-' && self.peek(0) == b'>' && self.lang == Language::Perl)
+                    {
                         self.pos += 1;
                         if self.peek(0) == b':' {
                             self.pos += 1; // R's `:::`
@@ -181,7 +243,10 @@ impl Lexer<'_> {
 
     fn ruby_percent_ok(&self) -> bool {
         // `%x(` after an operator or at the start: a literal; `a % x` is a modulo.
-        !matches!(self.out.last().map(|t| &t.kind), Some(Kind::Ident(_) | Kind::Number | Kind::Str { .. }) | Some(Kind::Punct(')' | ']')))
+        !matches!(
+            self.out.last().map(|t| &t.kind),
+            Some(Kind::Ident(_) | Kind::Number | Kind::Str { .. }) | Some(Kind::Punct(')' | ']'))
+        )
     }
 
     fn skip_line(&mut self) {
@@ -204,7 +269,8 @@ impl Lexer<'_> {
         };
         let mut value = String::new();
         let mut literal = true;
-        let single_raw = raw || (q == b'\'' && matches!(self.lang, Language::Perl | Language::Ruby));
+        let single_raw =
+            raw || (q == b'\'' && matches!(self.lang, Language::Perl | Language::Ruby));
         while self.pos < self.b.len() {
             let c = self.b[self.pos];
             if c == q && (!triple || (self.peek(1) == q && self.peek(2) == q)) {
@@ -254,10 +320,14 @@ impl Lexer<'_> {
                 self.pos += 1 + n.len_utf8();
                 continue;
             }
-            if let Some(marker) = interpolates {
-                if self.src[self.pos..].starts_with(marker) && (marker != "$" || self.peek(1).is_ascii_alphabetic() || matches!(self.peek(1), b'{' | b'_')) {
-                    literal = false;
-                }
+            let interpolation = interpolates.is_some_and(|marker| {
+                self.src[self.pos..].starts_with(marker)
+                    && (marker != "$"
+                        || self.peek(1).is_ascii_alphabetic()
+                        || matches!(self.peek(1), b'{' | b'_'))
+            });
+            if interpolation {
+                literal = false;
             }
             if q == b'`' && self.lang == Language::Perl && c == b'@' {
                 literal = false;
@@ -329,14 +399,31 @@ mod tests {
     }
 
     fn s(v: &str, literal: bool) -> Kind {
-        Kind::Str { value: v.to_string(), literal }
+        Kind::Str {
+            value: v.to_string(),
+            literal,
+        }
     }
 
     #[test]
     fn python_strings_and_comments() {
-        let k = kinds("print(\"os.system('rm -rf /')\")  # os.remove(x)\n", Language::Python);
-        assert_eq!(k, vec![Kind::Ident("print".into()), Kind::Punct('('), s("os.system('rm -rf /')", true), Kind::Punct(')')]);
-        let k = kinds("x = '''a\nb''' + r'\\d' + f\"{y}\" + f'z'", Language::Python);
+        let k = kinds(
+            "print(\"os.system('rm -rf /')\")  # os.remove(x)\n",
+            Language::Python,
+        );
+        assert_eq!(
+            k,
+            vec![
+                Kind::Ident("print".into()),
+                Kind::Punct('('),
+                s("os.system('rm -rf /')", true),
+                Kind::Punct(')')
+            ]
+        );
+        let k = kinds(
+            "x = '''a\nb''' + r'\\d' + f\"{y}\" + f'z'",
+            Language::Python,
+        );
         assert!(k.contains(&s("a\nb", true)));
         assert!(k.contains(&s("\\d", true)));
         assert!(k.contains(&s("{y}", false)));
@@ -347,7 +434,10 @@ mod tests {
 
     #[test]
     fn javascript_templates_and_comments() {
-        let k = kinds("// exec('x')\n/* rm */ a(`ls ${d}`, `ls`)", Language::JavaScript);
+        let k = kinds(
+            "// exec('x')\n/* rm */ a(`ls ${d}`, `ls`)",
+            Language::JavaScript,
+        );
         assert_eq!(k[0], Kind::Ident("a".into()));
         assert!(k.contains(&s("ls ${d}", false)));
         assert!(k.contains(&s("ls", true)));
@@ -356,10 +446,22 @@ mod tests {
     #[test]
     fn ruby_and_perl_shell_literals() {
         let k = kinds("x = `rm -rf y` # `no`\n%x(ls #{d})", Language::Ruby);
-        assert!(k.contains(&Kind::Shell { value: "rm -rf y".into(), literal: true }));
-        assert!(k.contains(&Kind::Shell { value: "ls #{d}".into(), literal: false }));
-        let k = kinds("my $o = qx{rm x}; print 'a $b'; print \"$c\";", Language::Perl);
-        assert!(k.contains(&Kind::Shell { value: "rm x".into(), literal: true }));
+        assert!(k.contains(&Kind::Shell {
+            value: "rm -rf y".into(),
+            literal: true
+        }));
+        assert!(k.contains(&Kind::Shell {
+            value: "ls #{d}".into(),
+            literal: false
+        }));
+        let k = kinds(
+            "my $o = qx{rm x}; print 'a $b'; print \"$c\";",
+            Language::Perl,
+        );
+        assert!(k.contains(&Kind::Shell {
+            value: "rm x".into(),
+            literal: true
+        }));
         assert!(k.contains(&s("a $b", true)));
         assert!(k.contains(&s("$c", false)));
         assert!(k.contains(&Kind::Ident("$o".into())));
@@ -370,6 +472,9 @@ mod tests {
         let k = kinds("httr::GET(r\"(x)\") # system('rm')", Language::R);
         assert_eq!(k[0], Kind::Ident("httr".into()));
         assert_eq!(k[1], Kind::Punct('.'));
-        assert!(k.iter().all(|k| !matches!(k, Kind::Ident(i) if i == "system")));
+        assert!(
+            k.iter()
+                .all(|k| !matches!(k, Kind::Ident(i) if i == "system"))
+        );
     }
 }

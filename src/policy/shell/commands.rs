@@ -17,7 +17,10 @@ pub(crate) enum Stdin {
     Terminal,
     Pipe,
     /// A here-document or here-string; `literal` is false when it holds expansions.
-    Text { text: String, literal: bool },
+    Text {
+        text: String,
+        literal: bool,
+    },
 }
 
 /// One simple command, its words after quote removal.
@@ -57,7 +60,10 @@ const SYSTEM_DIRS: &[&str] = &[
 pub(crate) fn is_system_path(p: &str) -> bool {
     let norm = super::super::analysis::normalise(std::path::Path::new(p));
     let s = norm.to_string_lossy();
-    s == "/" || SYSTEM_DIRS.iter().any(|d| s == *d || s.starts_with(&format!("{d}/")))
+    s == "/"
+        || SYSTEM_DIRS
+            .iter()
+            .any(|d| s == *d || s.starts_with(&format!("{d}/")))
 }
 
 fn texts(args: &[Arg]) -> Vec<String> {
@@ -101,8 +107,10 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
         };
         // Brace expansion (`{rm,-rf,x}`) and globs (`/bin/r?`) in the command word expand
         // to a name known only at run time.
-        let expands = (first.text.contains(['*', '?', '[']) && first.text != "[" && first.text != "[[")
-            || (first.text.contains('{') && (first.text.contains(',') || first.text.contains("..")));
+        let expands =
+            (first.text.contains(['*', '?', '[']) && first.text != "[" && first.text != "[[")
+                || (first.text.contains('{')
+                    && (first.text.contains(',') || first.text.contains("..")));
         if first.dynamic || expands {
             an.opaque(
                 "the command name is known only at run time",
@@ -112,7 +120,11 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
             );
             // Still opaque (the value may differ at run time), but when the variable was
             // set to a literal in this block, the rules see what it most likely runs.
-            let name = first.text.trim_start_matches('$').trim_start_matches('{').trim_end_matches('}');
+            let name = first
+                .text
+                .trim_start_matches('$')
+                .trim_start_matches('{')
+                .trim_end_matches('}');
             if let Some(value) = an.vars.get(name).cloned() {
                 let mut w: Vec<String> = value.split_whitespace().map(str::to_string).collect();
                 w.extend(texts(&cmd.args[i + 1..]));
@@ -136,14 +148,18 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
                     v.1 = true;
                 }
                 let with_arg: &[&str] = match name {
-                    "sudo" => &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R"],
+                    "sudo" => &[
+                        "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R",
+                    ],
                     "doas" => &["-u", "-C"],
                     "runuser" => &["-u", "-g", "-G", "-c", "-s", "-w"],
                     _ => &["-u"],
                 };
                 let n = skip_options(rest, with_arg);
                 if rest.get(n).is_none()
-                    && rest.iter().any(|a| matches!(a.text.as_str(), "-i" | "-s" | "--login" | "--shell"))
+                    && rest
+                        .iter()
+                        .any(|a| matches!(a.text.as_str(), "-i" | "-s" | "--login" | "--shell"))
                 {
                     an.opaque("opens a root shell", &cmd.quoted, cmd.line, frame);
                 }
@@ -153,8 +169,16 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
                 let mut n = 0;
                 while let Some(a) = rest.get(n) {
                     let t = a.text.as_str();
-                    if matches!(t, "-S" | "--split-string") || t.starts_with("--split-string=") || (t.starts_with("-S") && t.len() > 2) {
-                        an.opaque("env -S splits a string into a command", &cmd.quoted, cmd.line, frame);
+                    if matches!(t, "-S" | "--split-string")
+                        || t.starts_with("--split-string=")
+                        || (t.starts_with("-S") && t.len() > 2)
+                    {
+                        an.opaque(
+                            "env -S splits a string into a command",
+                            &cmd.quoted,
+                            cmd.line,
+                            frame,
+                        );
                         record(an, cmd, frame, &mut views, true);
                         return;
                     }
@@ -234,7 +258,13 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
     record(an, cmd, frame, &mut views, gating);
 }
 
-fn record(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame, views: &mut [(Vec<String>, bool)], gating: bool) {
+fn record(
+    an: &mut Analysis<'_>,
+    cmd: &Cmd,
+    frame: &Frame,
+    views: &mut [(Vec<String>, bool)],
+    gating: bool,
+) {
     if let Some(v) = views.last_mut() {
         v.1 = true;
     }
@@ -259,7 +289,13 @@ fn skip_options(args: &[Arg], with_arg: &[&str]) -> usize {
 }
 
 /// Like `judge`, for a command built from words (xargs, find -exec, a list in Python).
-pub(crate) fn judge_words(an: &mut Analysis<'_>, args: Vec<Arg>, quoted: &str, line: usize, frame: &Frame) {
+pub(crate) fn judge_words(
+    an: &mut Analysis<'_>,
+    args: Vec<Arg>,
+    quoted: &str,
+    line: usize,
+    frame: &Frame,
+) {
     let cmd = Cmd {
         args,
         assignments: Vec::new(),
@@ -284,51 +320,91 @@ fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Frame) -> bool 
         an.read_only = true;
         return true;
     }
-    if let Some((dir, _)) = first.text.rsplit_once('/') {
-        if !matches!(dir, "/bin" | "/usr/bin" | "/usr/local/bin" | "/sbin" | "/usr/sbin") {
-            an.finding(RiskClass::CannotTell, "runs a program from a path the policy cannot read", q, line, frame);
-            return true;
-        }
+    let foreign_path = first.text.rsplit_once('/').is_some_and(|(d, _)| {
+        !matches!(
+            d,
+            "/bin" | "/usr/bin" | "/usr/local/bin" | "/sbin" | "/usr/sbin"
+        )
+    });
+    if foreign_path {
+        an.finding(
+            RiskClass::CannotTell,
+            "runs a program from a path the policy cannot read",
+            q,
+            line,
+            frame,
+        );
+        return true;
     }
-    let sub = args.iter().find(|a| !a.text.starts_with('-')).map(|a| a.text.as_str()).unwrap_or("");
+    let sub = args
+        .iter()
+        .find(|a| !a.text.starts_with('-'))
+        .map(|a| a.text.as_str())
+        .unwrap_or("");
     let has = |f: &str| args.iter().any(|a| a.text == f);
     let find = |an: &mut Analysis<'_>, c: RiskClass, e: &str| an.finding(c, e, q, line, frame);
     match name {
         // Read-only tools and harmless builtins.
-        "ls" | "cat" | "head" | "tail" | "less" | "more" | "grep" | "egrep" | "fgrep" | "rg" | "ag" | "wc"
-        | "echo" | "printf" | "pwd" | "whoami" | "id" | "date" | "uname" | "which" | "type" | "file"
-        | "stat" | "du" | "df" | "tree" | "uniq" | "cut" | "tr" | "diff" | "cmp" | "comm" | "basename"
-        | "dirname" | "realpath" | "readlink" | "printenv" | "true" | "false" | "test" | "[" | "sleep"
-        | "seq" | "jq" | "nl" | "od" | "hexdump" | "xxd" | "md5sum" | "sha256sum" | "sha1sum" | "column"
-        | "ps" | "top" | "free" | "uptime" | "lsblk" | "whereis" | "locale" | "tput" | "clear" | "history"
+        "ls" | "cat" | "head" | "tail" | "less" | "more" | "grep" | "egrep" | "fgrep" | "rg"
+        | "ag" | "wc" | "echo" | "printf" | "pwd" | "whoami" | "id" | "date" | "uname"
+        | "which" | "type" | "file" | "stat" | "du" | "df" | "tree" | "uniq" | "cut" | "tr"
+        | "diff" | "cmp" | "comm" | "basename" | "dirname" | "realpath" | "readlink"
+        | "printenv" | "true" | "false" | "test" | "[" | "sleep" | "seq" | "jq" | "nl" | "od"
+        | "hexdump" | "xxd" | "md5sum" | "sha256sum" | "sha1sum" | "column" | "ps" | "top"
+        | "free" | "uptime" | "lsblk" | "whereis" | "locale" | "tput" | "clear" | "history"
         | ":" | "export" | "set" | "unset" | "shift" | "read" | "local" | "declare" | "typeset"
-        | "readonly" | "exit" | "return" | "break" | "continue" | "wait" | "jobs" | "fg" | "bg" | "umask"
-        | "ulimit" | "getopts" | "hash" | "shopt" | "popd" | "dirs" | "let" | "help" | "man" | "rev"
-        | "fold" | "fmt" | "paste" | "join" | "expand" | "column-t" | "yes" | "env" | "lscpu" | "nproc"
-        | "hostname" | "groups" | "tac" | "strings" | "cal" | "bc" | "expr" => {
+        | "readonly" | "exit" | "return" | "break" | "continue" | "wait" | "jobs" | "fg" | "bg"
+        | "umask" | "ulimit" | "getopts" | "hash" | "shopt" | "popd" | "dirs" | "let" | "help"
+        | "man" | "rev" | "fold" | "fmt" | "paste" | "join" | "expand" | "column-t" | "yes"
+        | "env" | "lscpu" | "nproc" | "hostname" | "groups" | "tac" | "strings" | "cal" | "bc"
+        | "expr" => {
             an.read_only = true;
         }
         "sort" => {
-            if args.iter().any(|a| a.text == "-o" || a.text.starts_with("--output")) {
-                find(an, RiskClass::WritesFiles, "writes the sorted output to a file");
+            if args
+                .iter()
+                .any(|a| a.text == "-o" || a.text.starts_with("--output"))
+            {
+                find(
+                    an,
+                    RiskClass::WritesFiles,
+                    "writes the sorted output to a file",
+                );
             } else {
                 an.read_only = true;
             }
         }
         "cd" | "pushd" => {
             an.read_only = true;
-            let t = args.iter().find(|a| !a.text.starts_with('-') || a.text == "-");
+            let t = args
+                .iter()
+                .find(|a| !a.text.starts_with('-') || a.text == "-");
             an.change_dir(t.map(|a| (a.text.as_str(), a.dynamic, a.tilde)));
         }
         "awk" | "gawk" | "mawk" => {
             let prog = args.iter().find(|a| !a.text.starts_with('-'));
             match prog {
-                Some(p) if !p.dynamic && !p.text.contains("system") && !p.text.contains('|') && !p.text.contains('>') && !p.text.contains("getline") => an.read_only = true,
-                _ => find(an, RiskClass::CannotTell, "an awk program that may run commands or write files"),
+                Some(p)
+                    if !p.dynamic
+                        && !p.text.contains("system")
+                        && !p.text.contains('|')
+                        && !p.text.contains('>')
+                        && !p.text.contains("getline") =>
+                {
+                    an.read_only = true
+                }
+                _ => find(
+                    an,
+                    RiskClass::CannotTell,
+                    "an awk program that may run commands or write files",
+                ),
             }
         }
         "sed" => {
-            if args.iter().any(|a| a.text.starts_with("-i") || a.text.starts_with("--in-place")) {
+            if args
+                .iter()
+                .any(|a| a.text.starts_with("-i") || a.text.starts_with("--in-place"))
+            {
                 find(an, RiskClass::WritesFiles, "edits files in place");
             } else {
                 an.read_only = true;
@@ -344,22 +420,34 @@ fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Frame) -> bool 
                 an.read_only = true;
             }
         }
-        "cp" | "mv" | "install" | "ln" | "rsync" | "scp" | "touch" | "mkdir" | "truncate" | "chmod" | "chown" | "chgrp" | "patch" | "tar" | "unzip" | "zip" | "gzip" | "gunzip" | "mkfifo" => {
+        "cp" | "mv" | "install" | "ln" | "rsync" | "scp" | "touch" | "mkdir" | "truncate"
+        | "chmod" | "chown" | "chgrp" | "patch" | "tar" | "unzip" | "zip" | "gzip" | "gunzip"
+        | "mkfifo" => {
             let paths: Vec<&Arg> = args.iter().filter(|a| !a.text.starts_with('-')).collect();
             let checked: Vec<&Arg> = match name {
-                "cp" | "mv" | "install" | "ln" | "rsync" | "scp" => paths.last().copied().into_iter().collect(),
+                "cp" | "mv" | "install" | "ln" | "rsync" | "scp" => {
+                    paths.last().copied().into_iter().collect()
+                }
                 _ => paths.clone(),
             };
-            if matches!(name, "scp") || (name == "rsync" && paths.iter().any(|a| a.text.contains(':'))) {
+            if matches!(name, "scp")
+                || (name == "rsync" && paths.iter().any(|a| a.text.contains(':')))
+            {
                 find(an, RiskClass::Network, "copies over the network");
             }
             if name == "rsync" && args.iter().any(|a| a.text.starts_with("--delete")) {
                 find(an, RiskClass::Deletes, "deletes files at the destination");
             }
             if checked.iter().any(|a| is_system_path(&a.text))
-                || (matches!(name, "chown" | "chmod" | "chgrp") && has("-R") && paths.iter().any(|a| a.text == "/" || a.tilde))
+                || (matches!(name, "chown" | "chmod" | "chgrp")
+                    && has("-R")
+                    && paths.iter().any(|a| a.text == "/" || a.tilde))
             {
-                find(an, RiskClass::ChangesSystem, "changes files under a system path");
+                find(
+                    an,
+                    RiskClass::ChangesSystem,
+                    "changes files under a system path",
+                );
             } else {
                 let expl = match name {
                     "chmod" | "chown" | "chgrp" => "changes permissions or owners",
@@ -373,7 +461,10 @@ fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Frame) -> bool 
         "dd" => {
             let of = args.iter().find(|a| a.text.starts_with("of="));
             match of {
-                Some(a) if a.text.starts_with("of=/dev/") && !matches!(a.text.as_str(), "of=/dev/null" | "of=/dev/stdout") => {
+                Some(a)
+                    if a.text.starts_with("of=/dev/")
+                        && !matches!(a.text.as_str(), "of=/dev/null" | "of=/dev/stdout") =>
+                {
                     find(an, RiskClass::ChangesSystem, "writes a raw device")
                 }
                 Some(_) => find(an, RiskClass::WritesFiles, "writes a file"),
@@ -383,7 +474,10 @@ fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Frame) -> bool 
         "rm" | "rmdir" | "unlink" | "shred" | "srm" | "trash" | "trash-put" => {
             let recursive = name == "rm"
                 && args.iter().any(|a| {
-                    a.text == "--recursive" || (a.text.starts_with('-') && !a.text.starts_with("--") && (a.text.contains('r') || a.text.contains('R')))
+                    a.text == "--recursive"
+                        || (a.text.starts_with('-')
+                            && !a.text.starts_with("--")
+                            && (a.text.contains('r') || a.text.contains('R')))
                 });
             let mut after_dd = false;
             let targets: Vec<&Arg> = args
@@ -399,7 +493,13 @@ fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Frame) -> bool 
                     !a.text.starts_with('-') || a.text == "-"
                 })
                 .collect();
-            let what = if recursive { "deletes a directory tree" } else if name == "rmdir" { "deletes a directory" } else { "deletes files" };
+            let what = if recursive {
+                "deletes a directory tree"
+            } else if name == "rmdir" {
+                "deletes a directory"
+            } else {
+                "deletes files"
+            };
             deletes(an, cmd, &targets, what, frame);
         }
         "find" => {
@@ -408,11 +508,33 @@ fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Frame) -> bool 
         "xargs" => {
             let n = skip_options(
                 args,
-                &["-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--replace"],
+                &[
+                    "-I",
+                    "-L",
+                    "-n",
+                    "-P",
+                    "-s",
+                    "-d",
+                    "-E",
+                    "-a",
+                    "--arg-file",
+                    "--delimiter",
+                    "--max-args",
+                    "--max-procs",
+                    "--replace",
+                ],
             );
-            let mut inner: Vec<Arg> = if args.len() > n { args[n..].to_vec() } else { vec![Arg::literal("echo")] };
+            let mut inner: Vec<Arg> = if args.len() > n {
+                args[n..].to_vec()
+            } else {
+                vec![Arg::literal("echo")]
+            };
             // The arguments xargs adds come from its input: known only at run time.
-            inner.push(Arg { text: "{input}".to_string(), dynamic: true, tilde: false });
+            inner.push(Arg {
+                text: "{input}".to_string(),
+                dynamic: true,
+                tilde: false,
+            });
             judge_words(an, inner, q, line, frame);
             return false;
         }
@@ -426,7 +548,12 @@ fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Frame) -> bool 
             if args.is_empty() {
                 an.read_only = true;
             } else {
-                an.opaque("defines an alias, which changes what later commands run", q, line, frame);
+                an.opaque(
+                    "defines an alias, which changes what later commands run",
+                    q,
+                    line,
+                    frame,
+                );
             }
         }
         "trap" => match args.first() {
@@ -435,40 +562,76 @@ fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Frame) -> bool 
                 super::analyse(an, &a.text.clone(), &f);
                 return false;
             }
-            Some(a) if a.dynamic => an.opaque("a trap whose code is known only at run time", q, line, frame),
+            Some(a) if a.dynamic => an.opaque(
+                "a trap whose code is known only at run time",
+                q,
+                line,
+                frame,
+            ),
             _ => an.read_only = true,
         },
         "bash" | "sh" | "zsh" | "dash" | "ksh" | "mksh" | "ash" | "fish" => {
             return shell_runner(an, cmd, args, frame);
         }
-        "python" | "python3" | "python2" | "pypy3" | "node" | "nodejs" | "perl" | "ruby" | "Rscript" | "R" => {
+        "python" | "python3" | "python2" | "pypy3" | "node" | "nodejs" | "perl" | "ruby"
+        | "Rscript" | "R" => {
             return interpreter(an, cmd, name, args, frame);
         }
         "su" => {
-            find(an, RiskClass::Privileged, "runs a command as another user (root)");
-            let c = args.iter().position(|a| a.text == "-c" || a.text == "--command");
+            find(
+                an,
+                RiskClass::Privileged,
+                "runs a command as another user (root)",
+            );
+            let c = args
+                .iter()
+                .position(|a| a.text == "-c" || a.text == "--command");
             match c.and_then(|i| args.get(i + 1)) {
                 Some(a) if !a.dynamic => {
                     let f = frame.nested(q, line);
                     super::analyse(an, &a.text.clone(), &f);
                 }
-                Some(_) => an.opaque("su -c with a command known only at run time", q, line, frame),
+                Some(_) => an.opaque(
+                    "su -c with a command known only at run time",
+                    q,
+                    line,
+                    frame,
+                ),
                 None => an.opaque("opens a root shell", q, line, frame),
             }
         }
         "git" => git(an, cmd, args, frame),
-        "curl" | "wget" | "ssh" | "sftp" | "ftp" | "nc" | "ncat" | "netcat" | "telnet" | "socat" | "ping" | "dig" | "nslookup" | "host" | "http" | "https" | "aria2c" | "mosh" => {
+        "curl" | "wget" | "ssh" | "sftp" | "ftp" | "nc" | "ncat" | "netcat" | "telnet"
+        | "socat" | "ping" | "dig" | "nslookup" | "host" | "http" | "https" | "aria2c" | "mosh" => {
             find(an, RiskClass::Network, "opens a network connection");
-            if name == "wget" && !args.iter().any(|a| a.text == "-O-" || a.text == "-qO-") || (name == "curl" && args.iter().any(|a| matches!(a.text.as_str(), "-o" | "-O" | "--output" | "--remote-name") || a.text.starts_with("-o"))) {
+            if name == "wget" && !args.iter().any(|a| a.text == "-O-" || a.text == "-qO-")
+                || (name == "curl"
+                    && args.iter().any(|a| {
+                        matches!(a.text.as_str(), "-o" | "-O" | "--output" | "--remote-name")
+                            || a.text.starts_with("-o")
+                    }))
+            {
                 find(an, RiskClass::WritesFiles, "saves a download to a file");
             }
         }
-        "pip" | "pip3" | "pipx" | "npm" | "pnpm" | "yarn" | "gem" | "conda" | "mamba" | "brew" | "apt" | "apt-get" | "dnf" | "yum" | "pacman" | "zypper" | "apk" | "snap" | "flatpak" | "port" | "cargo" | "go" | "uv" | "poetry" | "rustup" | "npx" | "bunx" => {
+        "pip" | "pip3" | "pipx" | "npm" | "pnpm" | "yarn" | "gem" | "conda" | "mamba" | "brew"
+        | "apt" | "apt-get" | "dnf" | "yum" | "pacman" | "zypper" | "apk" | "snap" | "flatpak"
+        | "port" | "cargo" | "go" | "uv" | "poetry" | "rustup" | "npx" | "bunx" => {
             package_manager(an, cmd, name, sub, args, frame);
         }
         "sudoedit" => find(an, RiskClass::Privileged, "edits a file as root"),
         "systemctl" | "service" | "launchctl" => {
-            if matches!(sub, "status" | "list-units" | "list-unit-files" | "is-active" | "is-enabled" | "show" | "cat" | "list") {
+            if matches!(
+                sub,
+                "status"
+                    | "list-units"
+                    | "list-unit-files"
+                    | "is-active"
+                    | "is-enabled"
+                    | "show"
+                    | "cat"
+                    | "list"
+            ) {
                 an.read_only = true;
             } else {
                 find(an, RiskClass::ChangesSystem, "controls system services");
@@ -481,13 +644,68 @@ fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Frame) -> bool 
                 find(an, RiskClass::ChangesSystem, "changes scheduled jobs");
             }
         }
-        "mount" | "umount" | "fdisk" | "parted" | "sfdisk" | "gdisk" | "wipefs" | "mkswap" | "swapon" | "swapoff" | "iptables" | "ip6tables" | "nft" | "ufw" | "firewall-cmd" | "modprobe" | "insmod" | "rmmod" | "reboot" | "shutdown" | "halt" | "poweroff" | "useradd" | "userdel" | "usermod" | "groupadd" | "groupdel" | "passwd" | "chpasswd" | "visudo" | "hostnamectl" | "timedatectl" | "update-alternatives" | "ldconfig" | "chroot" | "sysctl" | "kill" | "pkill" | "killall" | "setenforce" | "chattr" | "losetup" | "cryptsetup" | "dscl" | "diskutil" | "csrutil" | "nvram" | "defaults" => {
-            let e = if matches!(name, "kill" | "pkill" | "killall") { "stops processes" } else { "changes the system configuration" };
+        "mount"
+        | "umount"
+        | "fdisk"
+        | "parted"
+        | "sfdisk"
+        | "gdisk"
+        | "wipefs"
+        | "mkswap"
+        | "swapon"
+        | "swapoff"
+        | "iptables"
+        | "ip6tables"
+        | "nft"
+        | "ufw"
+        | "firewall-cmd"
+        | "modprobe"
+        | "insmod"
+        | "rmmod"
+        | "reboot"
+        | "shutdown"
+        | "halt"
+        | "poweroff"
+        | "useradd"
+        | "userdel"
+        | "usermod"
+        | "groupadd"
+        | "groupdel"
+        | "passwd"
+        | "chpasswd"
+        | "visudo"
+        | "hostnamectl"
+        | "timedatectl"
+        | "update-alternatives"
+        | "ldconfig"
+        | "chroot"
+        | "sysctl"
+        | "kill"
+        | "pkill"
+        | "killall"
+        | "setenforce"
+        | "chattr"
+        | "losetup"
+        | "cryptsetup"
+        | "dscl"
+        | "diskutil"
+        | "csrutil"
+        | "nvram"
+        | "defaults" => {
+            let e = if matches!(name, "kill" | "pkill" | "killall") {
+                "stops processes"
+            } else {
+                "changes the system configuration"
+            };
             find(an, RiskClass::ChangesSystem, e);
         }
         n if n.starts_with("mkfs") => find(an, RiskClass::ChangesSystem, "formats a file system"),
         _ => {
-            find(an, RiskClass::CannotTell, "runs a program the policy does not know");
+            find(
+                an,
+                RiskClass::CannotTell,
+                "runs a program the policy does not know",
+            );
         }
     }
     true
@@ -497,8 +715,17 @@ fn deletes(an: &mut Analysis<'_>, cmd: &Cmd, targets: &[&Arg], what: &str, frame
     deletes_under(an, cmd, targets, what, frame, false)
 }
 
-fn deletes_under(an: &mut Analysis<'_>, cmd: &Cmd, targets: &[&Arg], what: &str, frame: &Frame, root_ok: bool) {
-    let outside = targets.iter().find(|a| !an.within(&a.text, a.dynamic, a.tilde, root_ok));
+fn deletes_under(
+    an: &mut Analysis<'_>,
+    cmd: &Cmd,
+    targets: &[&Arg],
+    what: &str,
+    frame: &Frame,
+    root_ok: bool,
+) {
+    let outside = targets
+        .iter()
+        .find(|a| !an.within(&a.text, a.dynamic, a.tilde, root_ok));
     match outside {
         Some(a) => {
             let e = if a.dynamic && !a.tilde {
@@ -506,7 +733,13 @@ fn deletes_under(an: &mut Analysis<'_>, cmd: &Cmd, targets: &[&Arg], what: &str,
             } else {
                 format!("{what} outside the workspace ({})", a.text)
             };
-            an.finding(RiskClass::DeletesOutsideWorkspace, &e, &cmd.quoted, cmd.line, frame);
+            an.finding(
+                RiskClass::DeletesOutsideWorkspace,
+                &e,
+                &cmd.quoted,
+                cmd.line,
+                frame,
+            );
         }
         None => an.finding(RiskClass::Deletes, what, &cmd.quoted, cmd.line, frame),
     }
@@ -529,7 +762,11 @@ fn find_cmd(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame: &Frame) -> bo
                 deletes_under(an, cmd, &start, "deletes the files it finds", frame, true);
             }
             "-exec" | "-execdir" | "-ok" | "-okdir" => {
-                let end = args[i + 1..].iter().position(|a| a.text == ";" || a.text == "+").map(|p| i + 1 + p).unwrap_or(args.len());
+                let end = args[i + 1..]
+                    .iter()
+                    .position(|a| a.text == ";" || a.text == "+")
+                    .map(|p| i + 1 + p)
+                    .unwrap_or(args.len());
                 let inner = args[i + 1..end].to_vec();
                 if inner.is_empty() {
                     an.opaque("find -exec without a command", &cmd.quoted, cmd.line, frame);
@@ -540,7 +777,13 @@ fn find_cmd(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame: &Frame) -> bo
             }
             "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
                 read_only = false;
-                an.finding(RiskClass::WritesFiles, "writes its results to a file", &cmd.quoted, cmd.line, frame);
+                an.finding(
+                    RiskClass::WritesFiles,
+                    "writes its results to a file",
+                    &cmd.quoted,
+                    cmd.line,
+                    frame,
+                );
             }
             _ => {}
         }
@@ -565,7 +808,12 @@ fn shell_runner(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame: &Frame) -
                     false
                 }
                 Some(_) => {
-                    an.opaque("a shell runs a string known only at run time", q, cmd.line, frame);
+                    an.opaque(
+                        "a shell runs a string known only at run time",
+                        q,
+                        cmd.line,
+                        frame,
+                    );
                     true
                 }
                 None => {
@@ -589,7 +837,13 @@ fn shell_runner(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame: &Frame) -
         break;
     }
     if args.get(i).is_some() {
-        an.finding(RiskClass::CannotTell, "runs a script file the policy cannot read", q, cmd.line, frame);
+        an.finding(
+            RiskClass::CannotTell,
+            "runs a script file the policy cannot read",
+            q,
+            cmd.line,
+            frame,
+        );
         return true;
     }
     stdin_code(an, cmd, None, frame);
@@ -600,7 +854,10 @@ fn shell_runner(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame: &Frame) -
 fn stdin_code(an: &mut Analysis<'_>, cmd: &Cmd, lang: Option<Language>, frame: &Frame) {
     let q = cmd.quoted.as_str();
     match &cmd.stdin {
-        Stdin::Text { text, literal: true } => {
+        Stdin::Text {
+            text,
+            literal: true,
+        } => {
             // The body starts on the line after the command.
             let mut f = frame.nested(q, cmd.line);
             f.line_base = cmd.line;
@@ -609,9 +866,12 @@ fn stdin_code(an: &mut Analysis<'_>, cmd: &Cmd, lang: Option<Language>, frame: &
                 Some(l) => script::analyse_nested(an, l, text, &f),
             }
         }
-        Stdin::Text { literal: false, .. } => {
-            an.opaque("runs a here-document with expansions as code", q, cmd.line, frame)
-        }
+        Stdin::Text { literal: false, .. } => an.opaque(
+            "runs a here-document with expansions as code",
+            q,
+            cmd.line,
+            frame,
+        ),
         Stdin::Pipe => an.opaque("runs code read from a pipe", q, cmd.line, frame),
         Stdin::Terminal => an.opaque("opens an interactive interpreter", q, cmd.line, frame),
     }
@@ -650,12 +910,28 @@ fn interpreter(an: &mut Analysis<'_>, cmd: &Cmd, name: &str, args: &[Arg], frame
             let module = args.get(i + 1).map(|a| a.text.as_str()).unwrap_or("");
             if module == "pip" {
                 let rest = &args[(i + 2).min(args.len())..];
-                let sub = rest.iter().find(|a| !a.text.starts_with('-')).map(|a| a.text.as_str()).unwrap_or("");
+                let sub = rest
+                    .iter()
+                    .find(|a| !a.text.starts_with('-'))
+                    .map(|a| a.text.as_str())
+                    .unwrap_or("");
                 package_manager(an, cmd, "pip", sub, rest, frame);
             } else if matches!(module, "http.server" | "SimpleHTTPServer") {
-                an.finding(RiskClass::Network, "serves files over the network", q, cmd.line, frame);
+                an.finding(
+                    RiskClass::Network,
+                    "serves files over the network",
+                    q,
+                    cmd.line,
+                    frame,
+                );
             } else {
-                an.finding(RiskClass::CannotTell, "runs a module the policy cannot read", q, cmd.line, frame);
+                an.finding(
+                    RiskClass::CannotTell,
+                    "runs a module the policy cannot read",
+                    q,
+                    cmd.line,
+                    frame,
+                );
             }
             return true;
         }
@@ -666,7 +942,13 @@ fn interpreter(an: &mut Analysis<'_>, cmd: &Cmd, name: &str, args: &[Arg], frame
             i += 1;
             continue;
         }
-        an.finding(RiskClass::CannotTell, "runs a script file the policy cannot read", q, cmd.line, frame);
+        an.finding(
+            RiskClass::CannotTell,
+            "runs a script file the policy cannot read",
+            q,
+            cmd.line,
+            frame,
+        );
         return true;
     }
     stdin_code(an, cmd, Some(lang), frame);
@@ -686,17 +968,31 @@ fn git(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame: &Frame) {
         }
     }
     if args.iter().take(i).any(|a| a.text == "-c") {
-        an.opaque("git -c can set a command to run", &cmd.quoted, cmd.line, frame);
+        an.opaque(
+            "git -c can set a command to run",
+            &cmd.quoted,
+            cmd.line,
+            frame,
+        );
     }
     let sub = args.get(i).map(|a| a.text.as_str()).unwrap_or("");
     let rest = &args[(i + 1).min(args.len())..];
     let (class, e) = match sub {
-        "status" | "log" | "diff" | "show" | "rev-parse" | "ls-files" | "blame" | "grep" | "describe" | "shortlog" | "reflog" | "ls-tree" | "cat-file" | "whatchanged" | "version" | "help" | "" => {
+        "status" | "log" | "diff" | "show" | "rev-parse" | "ls-files" | "blame" | "grep"
+        | "describe" | "shortlog" | "reflog" | "ls-tree" | "cat-file" | "whatchanged"
+        | "version" | "help" | "" => {
             an.read_only = true;
             return;
         }
         "branch" | "tag" | "remote" | "stash" | "config" | "worktree" => {
-            if rest.iter().all(|a| a.text.starts_with('-')) && !rest.iter().any(|a| matches!(a.text.as_str(), "-d" | "-D" | "-m" | "-M" | "--delete" | "--unset" | "--add")) {
+            if rest.iter().all(|a| a.text.starts_with('-'))
+                && !rest.iter().any(|a| {
+                    matches!(
+                        a.text.as_str(),
+                        "-d" | "-D" | "-m" | "-M" | "--delete" | "--unset" | "--add"
+                    )
+                })
+            {
                 an.read_only = true;
                 return;
             }
@@ -706,33 +1002,114 @@ fn git(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame: &Frame) {
                 (RiskClass::WritesFiles, "changes the repository")
             }
         }
-        "push" | "pull" | "fetch" | "clone" | "ls-remote" | "submodule" | "send-email" | "request-pull" => (RiskClass::Network, "talks to a remote repository"),
+        "push" | "pull" | "fetch" | "clone" | "ls-remote" | "submodule" | "send-email"
+        | "request-pull" => (RiskClass::Network, "talks to a remote repository"),
         "clean" => (RiskClass::Deletes, "deletes untracked files"),
         "rm" => (RiskClass::Deletes, "deletes tracked files"),
-        "reset" if rest.iter().any(|a| a.text == "--hard") => (RiskClass::Deletes, "discards uncommitted changes"),
-        "checkout" | "restore" if rest.iter().any(|a| a.text == "." || a.text == "--") => (RiskClass::Deletes, "discards uncommitted changes"),
+        "reset" if rest.iter().any(|a| a.text == "--hard") => {
+            (RiskClass::Deletes, "discards uncommitted changes")
+        }
+        "checkout" | "restore" if rest.iter().any(|a| a.text == "." || a.text == "--") => {
+            (RiskClass::Deletes, "discards uncommitted changes")
+        }
         _ => (RiskClass::WritesFiles, "changes the repository"),
     };
     an.finding(class, e, &cmd.quoted, cmd.line, frame);
 }
 
-fn package_manager(an: &mut Analysis<'_>, cmd: &Cmd, name: &str, sub: &str, args: &[Arg], frame: &Frame) {
+fn package_manager(
+    an: &mut Analysis<'_>,
+    cmd: &Cmd,
+    name: &str,
+    sub: &str,
+    args: &[Arg],
+    frame: &Frame,
+) {
     let read_only_subs = [
-        "list", "show", "freeze", "search", "info", "help", "--version", "-V", "version", "outdated", "check", "ls", "why", "view", "doctor", "config", "env", "policy", "madison", "depends", "query", "-Q", "-Ss", "-Si", "metadata", "tree",
+        "list",
+        "show",
+        "freeze",
+        "search",
+        "info",
+        "help",
+        "--version",
+        "-V",
+        "version",
+        "outdated",
+        "check",
+        "ls",
+        "why",
+        "view",
+        "doctor",
+        "config",
+        "env",
+        "policy",
+        "madison",
+        "depends",
+        "query",
+        "-Q",
+        "-Ss",
+        "-Si",
+        "metadata",
+        "tree",
     ];
     let installs = [
-        "install", "uninstall", "i", "add", "remove", "rm", "ci", "update", "upgrade", "dist-upgrade", "full-upgrade", "purge", "autoremove", "download", "get", "-S", "-R", "-Syu", "-U", "link", "unlink", "tap", "reinstall", "sync", "x", "dlx", "exec",
+        "install",
+        "uninstall",
+        "i",
+        "add",
+        "remove",
+        "rm",
+        "ci",
+        "update",
+        "upgrade",
+        "dist-upgrade",
+        "full-upgrade",
+        "purge",
+        "autoremove",
+        "download",
+        "get",
+        "-S",
+        "-R",
+        "-Syu",
+        "-U",
+        "link",
+        "unlink",
+        "tap",
+        "reinstall",
+        "sync",
+        "x",
+        "dlx",
+        "exec",
     ];
     let _ = args;
     if matches!(name, "npx" | "bunx") {
-        an.finding(RiskClass::InstallsSoftware, "downloads and runs a package", &cmd.quoted, cmd.line, frame);
+        an.finding(
+            RiskClass::InstallsSoftware,
+            "downloads and runs a package",
+            &cmd.quoted,
+            cmd.line,
+            frame,
+        );
         return;
     }
     if read_only_subs.contains(&sub) {
         an.read_only = true;
     } else if installs.contains(&sub) {
-        an.finding(RiskClass::InstallsSoftware, "installs or removes software", &cmd.quoted, cmd.line, frame);
+        an.finding(
+            RiskClass::InstallsSoftware,
+            "installs or removes software",
+            &cmd.quoted,
+            cmd.line,
+            frame,
+        );
     } else {
-        an.finding(RiskClass::CannotTell, "runs a package manager task the policy cannot read", &cmd.quoted, cmd.line, frame);
+        an.finding(
+            RiskClass::CannotTell,
+            "runs a package manager task the policy cannot read",
+            &cmd.quoted,
+            cmd.line,
+            frame,
+        );
     }
 }

@@ -7,8 +7,8 @@
 mod commands;
 pub(crate) mod words;
 
-use brush_parser::ast;
 use brush_parser::ParserOptions;
+use brush_parser::ast;
 
 use super::analysis::{Analysis, Frame};
 use super::verdict::RiskClass;
@@ -65,7 +65,10 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, code: &str, frame: &Frame) {
 }
 
 fn first_line(s: &str) -> &str {
-    s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+    s.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
 }
 
 struct Walker<'w, 'a> {
@@ -152,7 +155,10 @@ impl Walker<'_, '_> {
         match c {
             ast::CompoundCommand::Arithmetic(a) => self.arith(&a.expr, &a.loc),
             ast::CompoundCommand::ArithmeticForClause(f) => {
-                for e in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
                     self.arith(e, &f.loc);
                 }
                 self.list(&f.body.list);
@@ -271,11 +277,9 @@ impl Walker<'_, '_> {
             span(w);
         }
         for (i, it) in items.iter().enumerate() {
-            if i == word_pos {
-                if let Some(w) = &s.word_or_name {
-                    let a = self.word(w);
-                    args.push(a);
-                }
+            if let Some(w) = s.word_or_name.as_ref().filter(|_| i == word_pos) {
+                let a = self.word(w);
+                args.push(a);
             }
             match it {
                 ast::CommandPrefixOrSuffixItem::Word(w) => {
@@ -308,16 +312,12 @@ impl Walker<'_, '_> {
                     }
                 }
                 ast::CommandPrefixOrSuffixItem::IoRedirect(io) => self.redirect(io, &mut stdin),
-                ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
-                    self.list(&sub.list)
-                }
+                ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => self.list(&sub.list),
             }
         }
-        if word_pos == items.len() {
-            if let Some(w) = &s.word_or_name {
-                let a = self.word(w);
-                args.push(a);
-            }
+        if let Some(w) = s.word_or_name.as_ref().filter(|_| word_pos == items.len()) {
+            let a = self.word(w);
+            args.push(a);
         }
         let (quoted, line) = match first {
             Some((start, line)) => (
@@ -362,7 +362,10 @@ impl Walker<'_, '_> {
                     let a = self.word(w);
                     let is_fd = a.text == "-"
                         || (!a.text.is_empty()
-                            && a.text.trim_end_matches('-').chars().all(|c| c.is_ascii_digit()));
+                            && a.text
+                                .trim_end_matches('-')
+                                .chars()
+                                .all(|c| c.is_ascii_digit()));
                     if matches!(kind, ast::IoFileRedirectKind::DuplicateOutput) && !is_fd {
                         self.write_target(w, &a);
                     }
@@ -383,7 +386,14 @@ impl Walker<'_, '_> {
                     let parsed = parse_heredoc_body(&doc.doc.value, self.options);
                     let literal = !parsed.arg.dynamic;
                     let a = self.word_parts(&doc.doc, parsed);
-                    *stdin = Some((if literal { a.text } else { doc.doc.value.clone() }, literal));
+                    *stdin = Some((
+                        if literal {
+                            a.text
+                        } else {
+                            doc.doc.value.clone()
+                        },
+                        literal,
+                    ));
                 } else {
                     *stdin = Some((doc.doc.value.clone(), true));
                 }
@@ -392,7 +402,9 @@ impl Walker<'_, '_> {
     }
 
     fn write_target(&mut self, w: &ast::Word, a: &Arg) {
-        let line = self.frame.line(w.loc.as_ref().map(|l| l.start.line).unwrap_or(1));
+        let line = self
+            .frame
+            .line(w.loc.as_ref().map(|l| l.start.line).unwrap_or(1));
         let quoted = w.value.clone();
         let t = a.text.as_str();
         if matches!(t, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty")
@@ -437,7 +449,10 @@ pub(crate) fn slice_chars(s: &str, start: usize, end: usize) -> &str {
         let e = end.min(s.len());
         return s.get(start.min(e)..e).unwrap_or("");
     }
-    let mut idx = s.char_indices().map(|(i, _)| i).chain(std::iter::once(s.len()));
+    let mut idx = s
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(s.len()));
     let b0 = idx.clone().nth(start).unwrap_or(s.len());
     let b1 = idx.nth(end).unwrap_or(s.len());
     s.get(b0..b1.max(b0)).unwrap_or("")

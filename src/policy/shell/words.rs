@@ -154,7 +154,10 @@ fn push_piece(raw: &str, p: &WordPieceWithSource, first: bool, out: &mut ParsedW
 }
 
 fn char_slice(s: &str, start: usize, end: usize) -> Option<&str> {
-    let mut it = s.char_indices().map(|(i, _)| i).chain(std::iter::once(s.len()));
+    let mut it = s
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(s.len()));
     let b0 = it.clone().nth(start)?;
     let b1 = it.nth(end)?;
     s.get(b0..b1)
@@ -232,7 +235,16 @@ mod tests {
 
     #[test]
     fn quote_removal_matches_the_shell() {
-        for raw in ["rm", "r''m", "\"rm\"", "\\rm", "r\\m", "$'rm'", "$'\\x72m'", "'r'\"m\""] {
+        for raw in [
+            "rm",
+            "r''m",
+            "\"rm\"",
+            "\\rm",
+            "r\\m",
+            "$'rm'",
+            "$'\\x72m'",
+            "'r'\"m\"",
+        ] {
             assert_eq!(text(raw), ("rm".to_string(), false), "{raw}");
         }
     }
