@@ -4,6 +4,7 @@
 //! and dynamic code, which is "cannot tell".
 
 mod calls;
+mod table;
 pub(crate) mod tokenizer;
 
 use serde::{Deserialize, Serialize};

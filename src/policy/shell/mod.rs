@@ -5,6 +5,7 @@
 //! reported as opaque: it is "cannot tell" and never allowed by a rule.
 
 mod commands;
+mod table;
 pub(crate) mod words;
 
 use brush_parser::ParserOptions;
