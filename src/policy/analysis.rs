@@ -68,6 +68,8 @@ pub(crate) struct Analysis<'a> {
     pub functions: std::collections::HashSet<String>,
     /// Variables set to literal values in the block (`X=rm`).
     pub vars: std::collections::HashMap<String, String>,
+    /// Set by the command table when the last command classified was unknown.
+    pub unknown_program: bool,
     /// Read-only commands were seen.
     pub read_only: bool,
     /// Something visible but not covered by command rules (a write redirected outside the
@@ -89,6 +91,7 @@ impl<'a> Analysis<'a> {
             read_only: false,
             functions: Default::default(),
             vars: Default::default(),
+            unknown_program: false,
             unallowable: false,
             cwd: Cwd::Known(root.to_path_buf()),
         }
@@ -214,4 +217,39 @@ pub(crate) fn normalise(p: &Path) -> PathBuf {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_containment_is_lexical_and_strict() {
+        let rules = Rules::new();
+        let root = Path::new("/w/proj");
+        let mut an = Analysis::new(&rules, root, "");
+        assert!(an.inside_workspace("build", false, false));
+        assert!(an.inside_workspace("/w/proj/a/../b", false, false));
+        assert!(!an.inside_workspace("/w/proj", false, false));
+        assert!(an.within("/w/proj", false, false, true));
+        assert!(!an.inside_workspace("../other", false, false));
+        assert!(!an.inside_workspace("x", true, false));
+        assert!(!an.inside_workspace("~/x", false, true));
+        an.change_dir(Some(("sub", false, false)));
+        assert!(an.inside_workspace("*", false, false));
+        an.change_dir(Some(("$D", true, false)));
+        assert!(!an.inside_workspace("x", false, false));
+    }
+
+    #[test]
+    fn nested_quotes_fall_back_to_block_text() {
+        let rules = Rules::new();
+        let code = "bash -c \"echo \\\"hi\\\"\"";
+        let mut an = Analysis::new(&rules, Path::new("/w"), code);
+        let f = Frame::default().nested(code, 1);
+        an.finding(RiskClass::WritesFiles, "x", "echo \"hi\"", 1, &f);
+        assert_eq!(an.findings[0].quoted, code);
+        an.finding(RiskClass::WritesFiles, "x", "echo", 1, &f);
+        assert_eq!(an.findings[1].quoted, "echo");
+    }
 }

@@ -254,7 +254,23 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
             views.push((w, false));
         }
     }
+    an.unknown_program = false;
     let gating = classify(an, cmd, &cmd.args[i..], frame);
+    if an.unknown_program {
+        // An unknown program may run its arguments as a command (`strace rm x`,
+        // `flock f rm x`): deny and ask rules also see every tail of it that starts
+        // with a plain word. (Allow rules never do: the program itself must be allowed.)
+        let words = texts(&cmd.args[i..]);
+        let innermost = views.pop();
+        for k in 1..words.len() {
+            if !words[k].starts_with('-') {
+                views.push((words[k..].to_vec(), false));
+            }
+        }
+        if let Some(v) = innermost {
+            views.push(v);
+        }
+    }
     record(an, cmd, frame, &mut views, gating);
 }
 

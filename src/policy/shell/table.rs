@@ -241,6 +241,22 @@ pub(super) fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Fram
             judge_words(an, inner, q, line, frame);
             return false;
         }
+        "watch" => {
+            let n = skip_options(args, &["-n", "--interval", "-d", "--differences"]);
+            let inner: Vec<&str> = args[n..].iter().map(|a| a.text.as_str()).collect();
+            if args[n..].iter().any(|a| a.dynamic) || inner.is_empty() {
+                an.opaque(
+                    "watch runs a command known only at run time",
+                    q,
+                    line,
+                    frame,
+                );
+                return true;
+            }
+            let f = frame.nested(q, line);
+            super::analyse(an, &inner.join(" "), &f);
+            return false;
+        }
         "eval" => {
             an.opaque("eval runs text built at run time", q, line, frame);
         }
@@ -409,6 +425,7 @@ pub(super) fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Fram
                 RiskClass::CannotTell,
                 "runs a program the policy does not know",
             );
+            an.unknown_program = true;
         }
     }
     true
