@@ -41,6 +41,7 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, code: &str, frame: &Frame) {
                 code,
                 frame,
                 options: &options,
+                ascii: code.is_ascii(),
             };
             for cc in &program.complete_commands {
                 w.list(cc);
@@ -77,6 +78,8 @@ struct Walker<'w, 'a> {
     code: &'w str,
     frame: &'w Frame,
     options: &'w ParserOptions,
+    /// The code is ASCII: the parser's char indices are byte indices.
+    ascii: bool,
 }
 
 impl Walker<'_, '_> {
@@ -216,7 +219,7 @@ impl Walker<'_, '_> {
 
     /// The exact source text of a span (char indices from the parser).
     fn slice(&self, loc: &brush_parser::SourceSpan) -> &str {
-        slice_chars(self.code, loc.start.index, loc.end.index)
+        slice_chars(self.code, self.ascii, loc.start.index, loc.end.index)
     }
 
     /// Reads a word, walks the command substitutions inside it, and reports what is opaque.
@@ -322,7 +325,7 @@ impl Walker<'_, '_> {
         }
         let (quoted, line) = match first {
             Some((start, line)) => (
-                slice_chars(self.code, start, last_end).to_string(),
+                slice_chars(self.code, self.ascii, start, last_end).to_string(),
                 self.frame.line(line),
             ),
             None => (String::new(), self.frame.line(1)),
@@ -445,8 +448,8 @@ impl Walker<'_, '_> {
 }
 
 /// A slice of `s` by char indices (the parser counts chars); clamps to the string.
-pub(crate) fn slice_chars(s: &str, start: usize, end: usize) -> &str {
-    if s.is_ascii() {
+pub(crate) fn slice_chars(s: &str, ascii: bool, start: usize, end: usize) -> &str {
+    if ascii {
         let e = end.min(s.len());
         return s.get(start.min(e)..e).unwrap_or("");
     }
