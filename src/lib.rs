@@ -10,6 +10,7 @@ pub mod exec;
 pub mod headless;
 pub mod llm;
 pub mod models;
+pub mod policy;
 pub mod protocol;
 pub mod run;
 pub mod sessions;

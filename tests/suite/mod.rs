@@ -5,6 +5,7 @@ mod headless;
 mod kernels;
 mod kernels_control;
 mod model_server;
+mod policy;
 mod sessions;
 mod sessions_browser;
 mod sessions_resume;

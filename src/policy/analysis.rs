@@ -1,0 +1,255 @@
+//! The state gathered while one block is read: findings, simple commands with the rule
+//! that decided each, whether anything was opaque, and the working directory the block is
+//! believed to be in (for judging whether a delete lands inside the workspace).
+
+use std::path::{Component, Path, PathBuf};
+
+use super::rules::Rules;
+use super::verdict::{Finding, RiskClass, Rule, SimpleCommand};
+
+/// Where a piece of code sits inside the block: nested code (`bash -c '…'`, `$(…)`, a
+/// string passed to `os.system`) is parsed on its own, so its line numbers are offset and
+/// its quotes may not occur verbatim in the block (after unescaping); then the enclosing
+/// text is quoted instead.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Frame {
+    /// Added to a line number inside this code to get the block's line (0 at top level).
+    pub line_base: usize,
+    /// Nesting depth.
+    pub depth: usize,
+    /// The enclosing text and its line, quoted when a nested quote is not in the block.
+    pub fallback: Option<(String, usize)>,
+}
+
+impl Frame {
+    /// The block's line for a 1-based line inside this frame's code.
+    pub fn line(&self, l: usize) -> usize {
+        self.line_base + l.max(1)
+    }
+
+    /// A frame for code nested in `quoted` (at block line `line`), starting at that line.
+    /// The fallback quote is always verbatim text of the block: `quoted` itself when it is
+    /// (top level, or inside the enclosing fallback), else the enclosing fallback.
+    pub fn nested(&self, quoted: &str, line: usize) -> Frame {
+        let fallback = match &self.fallback {
+            None if self.depth == 0 => Some((quoted.to_string(), line)),
+            Some((q, _)) if !quoted.is_empty() && q.contains(quoted) => {
+                Some((quoted.to_string(), line))
+            }
+            other => other.clone(),
+        };
+        Frame {
+            line_base: line.saturating_sub(1),
+            depth: self.depth + 1,
+            fallback,
+        }
+    }
+}
+
+/// The working directory the analysis believes the block to be in.
+#[derive(Clone, Debug)]
+pub(crate) enum Cwd {
+    Known(PathBuf),
+    /// After `cd ~`, `cd $X`, `cd -`: somewhere unknown (assumed outside the workspace).
+    Unknown,
+}
+
+pub(crate) struct Analysis<'a> {
+    pub rules: &'a Rules,
+    pub root: &'a Path,
+    pub code: &'a str,
+    pub findings: Vec<Finding>,
+    pub commands: Vec<SimpleCommand>,
+    /// Parallel to `commands`: whether that command must be allowed for the block to be.
+    pub gating: Vec<bool>,
+    /// Something could not be seen through: never allowed by a rule.
+    pub opaque: bool,
+    /// Functions defined in the block (their bodies are judged where they are defined).
+    pub functions: std::collections::HashSet<String>,
+    /// Variables set to literal values in the block (`X=rm`).
+    pub vars: std::collections::HashMap<String, String>,
+    /// Set by the command table when the last command classified was unknown.
+    pub unknown_program: bool,
+    /// Read-only commands were seen.
+    pub read_only: bool,
+    /// Something visible but not covered by command rules (a write redirected outside the
+    /// workspace): the block asks, but it is not opaque.
+    pub unallowable: bool,
+    pub cwd: Cwd,
+}
+
+impl<'a> Analysis<'a> {
+    pub fn new(rules: &'a Rules, root: &'a Path, code: &'a str) -> Self {
+        Analysis {
+            rules,
+            root,
+            code,
+            findings: Vec::new(),
+            commands: Vec::new(),
+            gating: Vec::new(),
+            opaque: false,
+            read_only: false,
+            functions: Default::default(),
+            vars: Default::default(),
+            unknown_program: false,
+            unallowable: false,
+            cwd: Cwd::Known(root.to_path_buf()),
+        }
+    }
+
+    /// Makes sure a quote is text of the block: nested code quotes its enclosing text
+    /// when its own text does not occur verbatim there (it was unescaped on the way).
+    fn fix_quote(&self, quoted: &str, line: usize, frame: &Frame) -> (String, usize) {
+        match &frame.fallback {
+            None if frame.depth == 0 => (quoted.to_string(), line),
+            Some((q, _)) if !quoted.is_empty() && q.contains(quoted) => (quoted.to_string(), line),
+            Some((q, l)) => (q.clone(), *l),
+            None => {
+                let l = self
+                    .code
+                    .lines()
+                    .nth(line.saturating_sub(1))
+                    .map(str::trim)
+                    .unwrap_or("");
+                (l.to_string(), line)
+            }
+        }
+    }
+
+    pub fn finding(
+        &mut self,
+        class: RiskClass,
+        expl: &str,
+        quoted: &str,
+        line: usize,
+        frame: &Frame,
+    ) {
+        let (quoted, line) = self.fix_quote(quoted, line, frame);
+        self.findings.push(Finding {
+            class,
+            explanation: expl.to_string(),
+            quoted,
+            line,
+        });
+    }
+
+    /// Something the policy cannot see through: cannot tell, and never allowed by rules.
+    pub fn opaque(&mut self, expl: &str, quoted: &str, line: usize, frame: &Frame) {
+        self.opaque = true;
+        self.finding(RiskClass::CannotTell, expl, quoted, line, frame);
+    }
+
+    /// Records a simple command and the rule decision for it.
+    pub fn command(
+        &mut self,
+        words: Vec<String>,
+        quoted: &str,
+        line: usize,
+        frame: &Frame,
+        rule: Option<Rule>,
+        gating: bool,
+    ) {
+        let (quoted, line) = self.fix_quote(quoted, line, frame);
+        self.commands.push(SimpleCommand {
+            words,
+            quoted,
+            line,
+            rule,
+        });
+        self.gating.push(gating);
+    }
+
+    /// Whether a path (as the shell would see it) lies strictly inside the workspace.
+    /// Paths known only at run time, home directories and anything relative to an
+    /// unknown directory are outside.
+    pub fn inside_workspace(&self, text: &str, dynamic: bool, tilde: bool) -> bool {
+        self.within(text, dynamic, tilde, false)
+    }
+
+    /// Like `inside_workspace`, but the workspace root itself counts (for `find ROOT
+    /// -delete`, which deletes what is under its start path).
+    pub fn within(&self, text: &str, dynamic: bool, tilde: bool, root_ok: bool) -> bool {
+        if dynamic || tilde {
+            return false;
+        }
+        let p = Path::new(text);
+        let full = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            match &self.cwd {
+                Cwd::Known(c) => c.join(p),
+                Cwd::Unknown => return false,
+            }
+        };
+        let norm = normalise(&full);
+        (root_ok || norm != normalise(self.root)) && norm.starts_with(normalise(self.root))
+    }
+
+    /// Follows a `cd`.
+    pub fn change_dir(&mut self, target: Option<(&str, bool, bool)>) {
+        self.cwd = match target {
+            Some((t, false, false)) if t != "-" => {
+                let p = Path::new(t);
+                if p.is_absolute() {
+                    Cwd::Known(normalise(p))
+                } else {
+                    match &self.cwd {
+                        Cwd::Known(c) => Cwd::Known(normalise(&c.join(p))),
+                        Cwd::Unknown => Cwd::Unknown,
+                    }
+                }
+            }
+            _ => Cwd::Unknown,
+        };
+    }
+}
+
+/// Lexical normalisation: drops `.`, resolves `..` (never above the root).
+pub(crate) fn normalise(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_containment_is_lexical_and_strict() {
+        let rules = Rules::new();
+        let root = Path::new("/w/proj");
+        let mut an = Analysis::new(&rules, root, "");
+        assert!(an.inside_workspace("build", false, false));
+        assert!(an.inside_workspace("/w/proj/a/../b", false, false));
+        assert!(!an.inside_workspace("/w/proj", false, false));
+        assert!(an.within("/w/proj", false, false, true));
+        assert!(!an.inside_workspace("../other", false, false));
+        assert!(!an.inside_workspace("x", true, false));
+        assert!(!an.inside_workspace("~/x", false, true));
+        an.change_dir(Some(("sub", false, false)));
+        assert!(an.inside_workspace("*", false, false));
+        an.change_dir(Some(("$D", true, false)));
+        assert!(!an.inside_workspace("x", false, false));
+    }
+
+    #[test]
+    fn nested_quotes_fall_back_to_block_text() {
+        let rules = Rules::new();
+        let code = "bash -c \"echo \\\"hi\\\"\"";
+        let mut an = Analysis::new(&rules, Path::new("/w"), code);
+        let f = Frame::default().nested(code, 1);
+        an.finding(RiskClass::WritesFiles, "x", "echo \"hi\"", 1, &f);
+        assert_eq!(an.findings[0].quoted, code);
+        an.finding(RiskClass::WritesFiles, "x", "echo", 1, &f);
+        assert_eq!(an.findings[1].quoted, "echo");
+    }
+}

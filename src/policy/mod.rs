@@ -1,0 +1,106 @@
+//! The policy: reads a block before anyone is asked and returns a verdict — the risk
+//! classes, the rule that decided (allow / ask / deny) and findings that quote the exact
+//! text behind them. Rule-based and deterministic, no I/O, no model. Shell is parsed with a
+//! real parser down to every simple command; Python, JavaScript, Ruby, Perl and R are read
+//! on tokens. This folder owns classification and rules; it does not touch the engine, the
+//! protocol or any face (they call `Policy::judge`), nor kernels or sandboxes.
+//!
+//! How the rules decide a block:
+//! - deny if any simple command (seen through its wrappers) matches a deny rule;
+//! - otherwise ask if any matches an ask rule;
+//! - otherwise allow only for shell blocks in which every simple command is allowed and
+//!   nothing is opaque (eval, a command word known only at run time, aliases, `source`,
+//!   parse errors …); an empty block is allowed (it runs nothing);
+//! - otherwise ask. Blocks in other languages are never allowed by command rules (their
+//!   own code is not a command), though a deny rule applies to the commands they run.
+//! - `possibly_denied`: deny rules exist and the block holds something opaque.
+
+mod analysis;
+pub mod rules;
+pub mod script;
+mod shell;
+pub mod verdict;
+
+use std::path::PathBuf;
+
+pub use rules::{RuleError, RuleLists, Rules};
+pub use script::Language;
+pub use verdict::{Decision, Finding, RiskClass, Rule, RuleSource, SimpleCommand, Verdict};
+
+use analysis::{Analysis, Frame};
+
+/// Rules plus the workspace root against which deletes are judged.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    rules: Rules,
+    root: PathBuf,
+}
+
+impl Policy {
+    /// A policy with these rules; `workspace_root` should be absolute (the directory the
+    /// kernels start in).
+    pub fn new(rules: Rules, workspace_root: impl Into<PathBuf>) -> Self {
+        Policy {
+            rules,
+            root: workspace_root.into(),
+        }
+    }
+
+    /// The rules in force.
+    pub fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    /// The verdict for one block. `language` is a fence tag or kernel name (`bash`,
+    /// `python`, `js`, `ruby`, `perl`, `r`); an unknown language is "cannot tell".
+    pub fn judge(&self, language: &str, code: &str) -> Verdict {
+        let lang = Language::from_tag(language);
+        let mut an = Analysis::new(&self.rules, &self.root, code);
+        script::analyse_nested(&mut an, lang, code, &Frame::default());
+        self.finish(an, lang)
+    }
+
+    fn finish(&self, an: Analysis<'_>, lang: Language) -> Verdict {
+        let mut classes: Vec<RiskClass> = an.findings.iter().map(|f| f.class).collect();
+        if an.read_only || classes.is_empty() {
+            classes.push(RiskClass::ReadOnly);
+        }
+        classes.sort();
+        classes.dedup();
+        let highest = classes.last().copied().unwrap_or(RiskClass::ReadOnly);
+        let rule_of = |d: Decision| {
+            an.commands
+                .iter()
+                .filter_map(|c| c.rule.as_ref())
+                .find(|r| r.decision == d)
+                .cloned()
+        };
+        let (decision, rule) = if let Some(r) = rule_of(Decision::Deny) {
+            (Decision::Deny, Some(r))
+        } else if let Some(r) = rule_of(Decision::Ask) {
+            (Decision::Ask, Some(r))
+        } else {
+            let all_allowed = an.commands.iter().zip(&an.gating).all(|(c, g)| {
+                !g || c
+                    .rule
+                    .as_ref()
+                    .is_some_and(|r| r.decision == Decision::Allow)
+            });
+            if lang == Language::Shell && !an.opaque && !an.unallowable && all_allowed {
+                (Decision::Allow, rule_of(Decision::Allow))
+            } else {
+                (Decision::Ask, None)
+            }
+        };
+        let possibly_denied = decision != Decision::Deny && an.opaque && self.rules.has_deny();
+        Verdict {
+            classes,
+            highest,
+            decision,
+            rule,
+            possibly_denied,
+            findings: an.findings,
+            commands: an.commands,
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! The command table: what one simple command does. Wrappers (`sudo`, `env`, `nice`,
+//! `nohup`, `timeout`, `time`, `command`, `exec`, `builtin`, `stdbuf`, `ionice`, `setsid`)
+//! are unwrapped; runners (`xargs`, `find -exec`, `bash -c`, `su -c`, `python -c`, a
+//! here-document fed to an interpreter, `trap`) have the code they run judged in its own
+//! right. An unknown program is "cannot tell" (it could do anything) but, unlike `eval` or
+//! a command word known only at run time, an allow rule for it can let it through: the
+//! user has then said what it is.
+
+use super::super::analysis::{Analysis, Frame};
+use super::super::verdict::RiskClass;
+use super::table::classify;
+use super::words::Arg;
+
+/// Where a command's standard input comes from.
+#[derive(Clone, Debug)]
+pub(crate) enum Stdin {
+    Terminal,
+    Pipe,
+    /// A here-document or here-string; `literal` is false when it holds expansions.
+    Text {
+        text: String,
+        literal: bool,
+    },
+}
+
+/// One simple command, its words after quote removal.
+#[derive(Clone, Debug)]
+pub(crate) struct Cmd {
+    pub args: Vec<Arg>,
+    pub assignments: Vec<(String, Arg)>,
+    pub quoted: String,
+    pub line: usize,
+    pub stdin: Stdin,
+}
+
+/// Variables that change which program runs or what it loads.
+const HIJACK_VARS: &[&str] = &[
+    "PATH",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "DYLD_INSERT_LIBRARIES",
+    "PYTHONSTARTUP",
+    "NODE_OPTIONS",
+    "PERL5OPT",
+    "RUBYOPT",
+    "GIT_SSH_COMMAND",
+    "GIT_EXEC_PATH",
+];
+
+const SYSTEM_DIRS: &[&str] = &[
+    "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/sys", "/proc", "/dev",
+    "/opt", "/var/lib", "/System", "/Library",
+];
+
+/// A path under a system directory (writing there changes the system).
+pub(crate) fn is_system_path(p: &str) -> bool {
+    let norm = super::super::analysis::normalise(std::path::Path::new(p));
+    let s = norm.to_string_lossy();
+    s == "/"
+        || SYSTEM_DIRS
+            .iter()
+            .any(|d| s == *d || s.starts_with(&format!("{d}/")))
+}
+
+pub(super) fn texts(args: &[Arg]) -> Vec<String> {
+    args.iter().map(|a| a.text.clone()).collect()
+}
+
+pub(super) fn base(name: &str) -> &str {
+    name.rsplit('/').next().unwrap_or(name)
+}
+
+/// Judges one simple command: findings, nested code, and the rule decision.
+pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
+    let hijack = cmd
+        .assignments
+        .iter()
+        .find(|(n, _)| HIJACK_VARS.contains(&n.as_str()));
+    if let Some((name, _)) = hijack {
+        let expl = format!("sets {name}, which changes what the following commands run");
+        an.opaque(&expl, &cmd.quoted, cmd.line, frame);
+    }
+    if cmd.args.is_empty() {
+        // `X=rm`: remembered, so that a later `$X …` meets the rules as `rm …`.
+        for (name, value) in &cmd.assignments {
+            if value.dynamic {
+                an.vars.remove(name);
+            } else {
+                an.vars.insert(name.clone(), value.text.clone());
+            }
+        }
+        return;
+    }
+    let mut views: Vec<(Vec<String>, bool)> = vec![(texts(&cmd.args), false)];
+    let mut i = 0usize;
+    // Unwrap prefix wrappers.
+    loop {
+        let Some(first) = cmd.args.get(i) else {
+            // A wrapper with nothing to run (`sudo -v`, `env`, `exec 3>f`).
+            an.read_only = true;
+            record(an, cmd, frame, &mut views, true);
+            return;
+        };
+        // Brace expansion (`{rm,-rf,x}`) and globs (`/bin/r?`) in the command word expand
+        // to a name known only at run time.
+        let expands =
+            (first.text.contains(['*', '?', '[']) && first.text != "[" && first.text != "[[")
+                || (first.text.contains('{')
+                    && (first.text.contains(',') || first.text.contains("..")));
+        if first.dynamic || expands {
+            an.opaque(
+                "the command name is known only at run time",
+                &cmd.quoted,
+                cmd.line,
+                frame,
+            );
+            // Still opaque (the value may differ at run time), but when the variable was
+            // set to a literal in this block, the rules see what it most likely runs.
+            let name = first
+                .text
+                .trim_start_matches('$')
+                .trim_start_matches('{')
+                .trim_end_matches('}');
+            if let Some(value) = an.vars.get(name).cloned() {
+                let mut w: Vec<String> = value.split_whitespace().map(str::to_string).collect();
+                w.extend(texts(&cmd.args[i + 1..]));
+                views.push((w, false));
+            }
+            record(an, cmd, frame, &mut views, true);
+            return;
+        }
+        let name = base(&first.text);
+        let rest = &cmd.args[i + 1..];
+        let skip = match name {
+            "sudo" | "doas" | "pkexec" | "runuser" => {
+                an.finding(
+                    RiskClass::Privileged,
+                    "runs a command as another user (root)",
+                    &cmd.quoted,
+                    cmd.line,
+                    frame,
+                );
+                if let Some(v) = views.last_mut() {
+                    v.1 = true;
+                }
+                let with_arg: &[&str] = match name {
+                    "sudo" => &[
+                        "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R",
+                    ],
+                    "doas" => &["-u", "-C"],
+                    "runuser" => &["-u", "-g", "-G", "-c", "-s", "-w"],
+                    _ => &["-u"],
+                };
+                let n = skip_options(rest, with_arg);
+                if rest.get(n).is_none()
+                    && rest
+                        .iter()
+                        .any(|a| matches!(a.text.as_str(), "-i" | "-s" | "--login" | "--shell"))
+                {
+                    an.opaque("opens a root shell", &cmd.quoted, cmd.line, frame);
+                }
+                n
+            }
+            "env" => {
+                let mut n = 0;
+                while let Some(a) = rest.get(n) {
+                    let t = a.text.as_str();
+                    if matches!(t, "-S" | "--split-string")
+                        || t.starts_with("--split-string=")
+                        || (t.starts_with("-S") && t.len() > 2)
+                    {
+                        an.opaque(
+                            "env -S splits a string into a command",
+                            &cmd.quoted,
+                            cmd.line,
+                            frame,
+                        );
+                        record(an, cmd, frame, &mut views, true);
+                        return;
+                    }
+                    if matches!(t, "-u" | "--unset" | "-C" | "--chdir") {
+                        n += 2;
+                    } else if t == "--" {
+                        n += 1;
+                        break;
+                    } else if t.starts_with('-') {
+                        n += 1;
+                    } else if let Some((var, _)) = t.split_once('=') {
+                        if HIJACK_VARS.contains(&var) {
+                            let expl = format!("sets {var}, which changes what the command runs");
+                            an.opaque(&expl, &cmd.quoted, cmd.line, frame);
+                        }
+                        n += 1;
+                    } else {
+                        break;
+                    }
+                }
+                n
+            }
+            "nice" => match rest.first().map(|a| a.text.as_str()) {
+                Some("-n" | "--adjustment") => 2,
+                Some(t) if t.starts_with('-') => 1,
+                _ => 0,
+            },
+            "nohup" | "builtin" | "setsid" => skip_options(rest, &[]),
+            "timeout" => {
+                let n = skip_options(rest, &["-s", "-k", "--signal", "--kill-after"]);
+                n + 1
+            }
+            "time" => skip_options(rest, &["-f", "-o", "--format", "--output"]),
+            "stdbuf" => skip_options(rest, &["-i", "-o", "-e"]),
+            "ionice" => skip_options(rest, &["-c", "-n", "-p", "-P", "-u"]),
+            "chrt" | "taskset" => {
+                let n = skip_options(rest, &[]);
+                n + 1
+            }
+            "command" => {
+                if rest.iter().any(|a| a.text == "-v" || a.text == "-V") {
+                    an.read_only = true;
+                    record(an, cmd, frame, &mut views, true);
+                    return;
+                }
+                skip_options(rest, &[])
+            }
+            "exec" => skip_options(rest, &["-a"]),
+            _ => break,
+        };
+        i += 1 + skip;
+        if i < cmd.args.len() {
+            views.push((texts(&cmd.args[i..]), false));
+        }
+    }
+    if let Some(v) = views.last_mut() {
+        v.1 = true;
+    }
+    // `git -C dir push`: rules see `git push` too.
+    if cmd.args.get(i).is_some_and(|a| base(&a.text) == "git") {
+        let rest = &cmd.args[i + 1..];
+        let mut k = 0;
+        while let Some(a) = rest.get(k) {
+            match a.text.as_str() {
+                "-C" | "-c" | "--git-dir" | "--work-tree" => k += 2,
+                t if t.starts_with('-') => k += 1,
+                _ => break,
+            }
+        }
+        if k > 0 && k < rest.len() {
+            let mut w = vec!["git".to_string()];
+            w.extend(texts(&rest[k..]));
+            views.push((w, false));
+        }
+    }
+    an.unknown_program = false;
+    let gating = classify(an, cmd, &cmd.args[i..], frame);
+    if an.unknown_program {
+        // An unknown program may run its arguments as a command (`strace rm x`,
+        // `flock f rm x`): deny and ask rules also see every tail of it that starts
+        // with a plain word. (Allow rules never do: the program itself must be allowed.)
+        let words = texts(&cmd.args[i..]);
+        let innermost = views.pop();
+        for k in 1..words.len() {
+            if !words[k].starts_with('-') {
+                views.push((words[k..].to_vec(), false));
+            }
+        }
+        if let Some(v) = innermost {
+            views.push(v);
+        }
+    }
+    record(an, cmd, frame, &mut views, gating);
+}
+
+fn record(
+    an: &mut Analysis<'_>,
+    cmd: &Cmd,
+    frame: &Frame,
+    views: &mut [(Vec<String>, bool)],
+    gating: bool,
+) {
+    if let Some(v) = views.last_mut() {
+        v.1 = true;
+    }
+    let rule = an.rules.decide(views);
+    an.command(texts(&cmd.args), &cmd.quoted, cmd.line, frame, rule, gating);
+}
+
+/// Counts leading options (and the values of those in `with_arg`), including a `--`.
+pub(super) fn skip_options(args: &[Arg], with_arg: &[&str]) -> usize {
+    let mut n = 0;
+    while let Some(a) = args.get(n) {
+        let t = a.text.as_str();
+        if t == "--" {
+            return n + 1;
+        }
+        if !t.starts_with('-') || t == "-" {
+            break;
+        }
+        n += if with_arg.contains(&t) { 2 } else { 1 };
+    }
+    n.min(args.len())
+}
+
+/// Like `judge`, for a command built from words (xargs, find -exec, a list in Python).
+pub(crate) fn judge_words(
+    an: &mut Analysis<'_>,
+    args: Vec<Arg>,
+    quoted: &str,
+    line: usize,
+    frame: &Frame,
+) {
+    let cmd = Cmd {
+        args,
+        assignments: Vec::new(),
+        quoted: quoted.to_string(),
+        line,
+        stdin: Stdin::Terminal,
+    };
+    judge(an, &cmd, frame);
+}

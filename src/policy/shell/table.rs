@@ -1,0 +1,835 @@
+//! The table of known commands: what the command that actually runs does (read-only,
+//! writes, deletes — inside or outside the workspace —, network, installs, privileged,
+//! changes the system), and the runners whose code is judged in its own right (`find
+//! -exec`, `xargs`, `bash -c`, interpreters with `-c`/`-e` or a here-document, `trap`).
+
+use super::super::analysis::{Analysis, Frame};
+use super::super::script::{self, Language};
+use super::super::verdict::RiskClass;
+use super::commands::{Cmd, Stdin, base, is_system_path, judge_words, skip_options};
+use super::words::Arg;
+
+/// Classifies the command that actually runs (`w` = its words). Returns whether the rule
+/// decision for this command gates the block (false for pure runners such as `bash -c`,
+/// whose code is judged in its own right).
+pub(super) fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Frame) -> bool {
+    let q = cmd.quoted.as_str();
+    let line = cmd.line;
+    let Some(first) = w.first() else { return true };
+    let name = base(&first.text);
+    let args = &w[1..];
+    if an.functions.contains(first.text.as_str()) {
+        // A function of this block: its body was judged where it was defined.
+        an.read_only = true;
+        return true;
+    }
+    let foreign_path = first.text.rsplit_once('/').is_some_and(|(d, _)| {
+        !matches!(
+            d,
+            "/bin" | "/usr/bin" | "/usr/local/bin" | "/sbin" | "/usr/sbin"
+        )
+    });
+    if foreign_path {
+        an.finding(
+            RiskClass::CannotTell,
+            "runs a program from a path the policy cannot read",
+            q,
+            line,
+            frame,
+        );
+        return true;
+    }
+    let sub = args
+        .iter()
+        .find(|a| !a.text.starts_with('-'))
+        .map(|a| a.text.as_str())
+        .unwrap_or("");
+    let has = |f: &str| args.iter().any(|a| a.text == f);
+    let find = |an: &mut Analysis<'_>, c: RiskClass, e: &str| an.finding(c, e, q, line, frame);
+    match name {
+        // Read-only tools and harmless builtins.
+        "ls" | "cat" | "head" | "tail" | "less" | "more" | "grep" | "egrep" | "fgrep" | "rg"
+        | "ag" | "wc" | "echo" | "printf" | "pwd" | "whoami" | "id" | "date" | "uname"
+        | "which" | "type" | "file" | "stat" | "du" | "df" | "tree" | "uniq" | "cut" | "tr"
+        | "diff" | "cmp" | "comm" | "basename" | "dirname" | "realpath" | "readlink"
+        | "printenv" | "true" | "false" | "test" | "[" | "sleep" | "seq" | "jq" | "nl" | "od"
+        | "hexdump" | "xxd" | "md5sum" | "sha256sum" | "sha1sum" | "column" | "ps" | "top"
+        | "free" | "uptime" | "lsblk" | "whereis" | "locale" | "tput" | "clear" | "history"
+        | ":" | "export" | "set" | "unset" | "shift" | "read" | "local" | "declare" | "typeset"
+        | "readonly" | "exit" | "return" | "break" | "continue" | "wait" | "jobs" | "fg" | "bg"
+        | "umask" | "ulimit" | "getopts" | "hash" | "shopt" | "popd" | "dirs" | "let" | "help"
+        | "man" | "rev" | "fold" | "fmt" | "paste" | "join" | "expand" | "column-t" | "yes"
+        | "env" | "lscpu" | "nproc" | "hostname" | "groups" | "tac" | "strings" | "cal" | "bc"
+        | "expr" => {
+            an.read_only = true;
+        }
+        "sort" => {
+            if args
+                .iter()
+                .any(|a| a.text == "-o" || a.text.starts_with("--output"))
+            {
+                find(
+                    an,
+                    RiskClass::WritesFiles,
+                    "writes the sorted output to a file",
+                );
+            } else {
+                an.read_only = true;
+            }
+        }
+        "cd" | "pushd" => {
+            an.read_only = true;
+            let t = args
+                .iter()
+                .find(|a| !a.text.starts_with('-') || a.text == "-");
+            an.change_dir(t.map(|a| (a.text.as_str(), a.dynamic, a.tilde)));
+        }
+        "awk" | "gawk" | "mawk" => {
+            let prog = args.iter().find(|a| !a.text.starts_with('-'));
+            match prog {
+                Some(p)
+                    if !p.dynamic
+                        && !p.text.contains("system")
+                        && !p.text.contains('|')
+                        && !p.text.contains('>')
+                        && !p.text.contains("getline") =>
+                {
+                    an.read_only = true
+                }
+                _ => find(
+                    an,
+                    RiskClass::CannotTell,
+                    "an awk program that may run commands or write files",
+                ),
+            }
+        }
+        "sed" => {
+            if args
+                .iter()
+                .any(|a| a.text.starts_with("-i") || a.text.starts_with("--in-place"))
+            {
+                find(an, RiskClass::WritesFiles, "edits files in place");
+            } else {
+                an.read_only = true;
+            }
+        }
+        "tee" => {
+            let targets: Vec<&Arg> = args.iter().filter(|a| !a.text.starts_with('-')).collect();
+            if targets.iter().any(|a| is_system_path(&a.text)) {
+                find(an, RiskClass::ChangesSystem, "writes to a system path");
+            } else if !targets.is_empty() {
+                find(an, RiskClass::WritesFiles, "writes to a file");
+            } else {
+                an.read_only = true;
+            }
+        }
+        "cp" | "mv" | "install" | "ln" | "rsync" | "scp" | "touch" | "mkdir" | "truncate"
+        | "chmod" | "chown" | "chgrp" | "patch" | "tar" | "unzip" | "zip" | "gzip" | "gunzip"
+        | "mkfifo" => {
+            let paths: Vec<&Arg> = args.iter().filter(|a| !a.text.starts_with('-')).collect();
+            let checked: Vec<&Arg> = match name {
+                "cp" | "mv" | "install" | "ln" | "rsync" | "scp" => {
+                    paths.last().copied().into_iter().collect()
+                }
+                _ => paths.clone(),
+            };
+            if matches!(name, "scp")
+                || (name == "rsync" && paths.iter().any(|a| a.text.contains(':')))
+            {
+                find(an, RiskClass::Network, "copies over the network");
+            }
+            if name == "rsync" && args.iter().any(|a| a.text.starts_with("--delete")) {
+                find(an, RiskClass::Deletes, "deletes files at the destination");
+            }
+            if checked.iter().any(|a| is_system_path(&a.text))
+                || (matches!(name, "chown" | "chmod" | "chgrp")
+                    && has("-R")
+                    && paths.iter().any(|a| a.text == "/" || a.tilde))
+            {
+                find(
+                    an,
+                    RiskClass::ChangesSystem,
+                    "changes files under a system path",
+                );
+            } else {
+                let expl = match name {
+                    "chmod" | "chown" | "chgrp" => "changes permissions or owners",
+                    "mv" => "moves or renames files",
+                    "mkdir" => "creates directories",
+                    _ => "writes files",
+                };
+                find(an, RiskClass::WritesFiles, expl);
+            }
+        }
+        "dd" => {
+            let of = args.iter().find(|a| a.text.starts_with("of="));
+            match of {
+                Some(a)
+                    if a.text.starts_with("of=/dev/")
+                        && !matches!(a.text.as_str(), "of=/dev/null" | "of=/dev/stdout") =>
+                {
+                    find(an, RiskClass::ChangesSystem, "writes a raw device")
+                }
+                Some(_) => find(an, RiskClass::WritesFiles, "writes a file"),
+                None => an.read_only = true,
+            }
+        }
+        "rm" | "rmdir" | "unlink" | "shred" | "srm" | "trash" | "trash-put" => {
+            let recursive = name == "rm"
+                && args.iter().any(|a| {
+                    a.text == "--recursive"
+                        || (a.text.starts_with('-')
+                            && !a.text.starts_with("--")
+                            && (a.text.contains('r') || a.text.contains('R')))
+                });
+            let mut after_dd = false;
+            let targets: Vec<&Arg> = args
+                .iter()
+                .filter(|a| {
+                    if after_dd {
+                        return true;
+                    }
+                    if a.text == "--" {
+                        after_dd = true;
+                        return false;
+                    }
+                    !a.text.starts_with('-') || a.text == "-"
+                })
+                .collect();
+            let what = if recursive {
+                "deletes a directory tree"
+            } else if name == "rmdir" {
+                "deletes a directory"
+            } else {
+                "deletes files"
+            };
+            deletes(an, cmd, &targets, what, frame);
+        }
+        "find" => {
+            return find_cmd(an, cmd, args, frame);
+        }
+        "xargs" => {
+            let n = skip_options(
+                args,
+                &[
+                    "-I",
+                    "-L",
+                    "-n",
+                    "-P",
+                    "-s",
+                    "-d",
+                    "-E",
+                    "-a",
+                    "--arg-file",
+                    "--delimiter",
+                    "--max-args",
+                    "--max-procs",
+                    "--replace",
+                ],
+            );
+            let mut inner: Vec<Arg> = if args.len() > n {
+                args[n..].to_vec()
+            } else {
+                vec![Arg::literal("echo")]
+            };
+            // The arguments xargs adds come from its input: known only at run time.
+            inner.push(Arg {
+                text: "{input}".to_string(),
+                dynamic: true,
+                tilde: false,
+            });
+            judge_words(an, inner, q, line, frame);
+            return false;
+        }
+        "watch" => {
+            let n = skip_options(args, &["-n", "--interval", "-d", "--differences"]);
+            let inner: Vec<&str> = args[n..].iter().map(|a| a.text.as_str()).collect();
+            if args[n..].iter().any(|a| a.dynamic) || inner.is_empty() {
+                an.opaque(
+                    "watch runs a command known only at run time",
+                    q,
+                    line,
+                    frame,
+                );
+                return true;
+            }
+            let f = frame.nested(q, line);
+            super::analyse(an, &inner.join(" "), &f);
+            return false;
+        }
+        "eval" => {
+            an.opaque("eval runs text built at run time", q, line, frame);
+        }
+        "source" | "." => {
+            an.opaque("runs another file inside this shell", q, line, frame);
+        }
+        "alias" | "unalias" => {
+            if args.is_empty() {
+                an.read_only = true;
+            } else {
+                an.opaque(
+                    "defines an alias, which changes what later commands run",
+                    q,
+                    line,
+                    frame,
+                );
+            }
+        }
+        "trap" => match args.first() {
+            Some(a) if !a.dynamic && a.text != "-" && args.len() > 1 => {
+                let f = frame.nested(q, line);
+                super::analyse(an, &a.text.clone(), &f);
+                return false;
+            }
+            Some(a) if a.dynamic => an.opaque(
+                "a trap whose code is known only at run time",
+                q,
+                line,
+                frame,
+            ),
+            _ => an.read_only = true,
+        },
+        "bash" | "sh" | "zsh" | "dash" | "ksh" | "mksh" | "ash" | "fish" => {
+            return shell_runner(an, cmd, args, frame);
+        }
+        "python" | "python3" | "python2" | "pypy3" | "node" | "nodejs" | "perl" | "ruby"
+        | "Rscript" | "R" => {
+            return interpreter(an, cmd, name, args, frame);
+        }
+        "su" => {
+            find(
+                an,
+                RiskClass::Privileged,
+                "runs a command as another user (root)",
+            );
+            let c = args
+                .iter()
+                .position(|a| a.text == "-c" || a.text == "--command");
+            match c.and_then(|i| args.get(i + 1)) {
+                Some(a) if !a.dynamic => {
+                    let f = frame.nested(q, line);
+                    super::analyse(an, &a.text.clone(), &f);
+                }
+                Some(_) => an.opaque(
+                    "su -c with a command known only at run time",
+                    q,
+                    line,
+                    frame,
+                ),
+                None => an.opaque("opens a root shell", q, line, frame),
+            }
+        }
+        "git" => git(an, cmd, args, frame),
+        "curl" | "wget" | "ssh" | "sftp" | "ftp" | "nc" | "ncat" | "netcat" | "telnet"
+        | "socat" | "ping" | "dig" | "nslookup" | "host" | "http" | "https" | "aria2c" | "mosh" => {
+            find(an, RiskClass::Network, "opens a network connection");
+            if name == "wget" && !args.iter().any(|a| a.text == "-O-" || a.text == "-qO-")
+                || (name == "curl"
+                    && args.iter().any(|a| {
+                        matches!(a.text.as_str(), "-o" | "-O" | "--output" | "--remote-name")
+                            || a.text.starts_with("-o")
+                    }))
+            {
+                find(an, RiskClass::WritesFiles, "saves a download to a file");
+            }
+        }
+        "pip" | "pip3" | "pipx" | "npm" | "pnpm" | "yarn" | "gem" | "conda" | "mamba" | "brew"
+        | "apt" | "apt-get" | "dnf" | "yum" | "pacman" | "zypper" | "apk" | "snap" | "flatpak"
+        | "port" | "cargo" | "go" | "uv" | "poetry" | "rustup" | "npx" | "bunx" => {
+            package_manager(an, cmd, name, sub, args, frame);
+        }
+        "sudoedit" => find(an, RiskClass::Privileged, "edits a file as root"),
+        "systemctl" | "service" | "launchctl" => {
+            if matches!(
+                sub,
+                "status"
+                    | "list-units"
+                    | "list-unit-files"
+                    | "is-active"
+                    | "is-enabled"
+                    | "show"
+                    | "cat"
+                    | "list"
+            ) {
+                an.read_only = true;
+            } else {
+                find(an, RiskClass::ChangesSystem, "controls system services");
+            }
+        }
+        "crontab" => {
+            if has("-l") {
+                an.read_only = true;
+            } else {
+                find(an, RiskClass::ChangesSystem, "changes scheduled jobs");
+            }
+        }
+        "mount"
+        | "umount"
+        | "fdisk"
+        | "parted"
+        | "sfdisk"
+        | "gdisk"
+        | "wipefs"
+        | "mkswap"
+        | "swapon"
+        | "swapoff"
+        | "iptables"
+        | "ip6tables"
+        | "nft"
+        | "ufw"
+        | "firewall-cmd"
+        | "modprobe"
+        | "insmod"
+        | "rmmod"
+        | "reboot"
+        | "shutdown"
+        | "halt"
+        | "poweroff"
+        | "useradd"
+        | "userdel"
+        | "usermod"
+        | "groupadd"
+        | "groupdel"
+        | "passwd"
+        | "chpasswd"
+        | "visudo"
+        | "hostnamectl"
+        | "timedatectl"
+        | "update-alternatives"
+        | "ldconfig"
+        | "chroot"
+        | "sysctl"
+        | "kill"
+        | "pkill"
+        | "killall"
+        | "setenforce"
+        | "chattr"
+        | "losetup"
+        | "cryptsetup"
+        | "dscl"
+        | "diskutil"
+        | "csrutil"
+        | "nvram"
+        | "defaults" => {
+            let e = if matches!(name, "kill" | "pkill" | "killall") {
+                "stops processes"
+            } else {
+                "changes the system configuration"
+            };
+            find(an, RiskClass::ChangesSystem, e);
+        }
+        n if n.starts_with("mkfs") => find(an, RiskClass::ChangesSystem, "formats a file system"),
+        _ => {
+            find(
+                an,
+                RiskClass::CannotTell,
+                "runs a program the policy does not know",
+            );
+            an.unknown_program = true;
+        }
+    }
+    true
+}
+
+fn deletes(an: &mut Analysis<'_>, cmd: &Cmd, targets: &[&Arg], what: &str, frame: &Frame) {
+    deletes_under(an, cmd, targets, what, frame, false)
+}
+
+fn deletes_under(
+    an: &mut Analysis<'_>,
+    cmd: &Cmd,
+    targets: &[&Arg],
+    what: &str,
+    frame: &Frame,
+    root_ok: bool,
+) {
+    let outside = targets
+        .iter()
+        .find(|a| !an.within(&a.text, a.dynamic, a.tilde, root_ok));
+    match outside {
+        Some(a) => {
+            let e = if a.dynamic && !a.tilde {
+                format!("{what} at a path known only at run time (may be outside the workspace)")
+            } else {
+                format!("{what} outside the workspace ({})", a.text)
+            };
+            an.finding(
+                RiskClass::DeletesOutsideWorkspace,
+                &e,
+                &cmd.quoted,
+                cmd.line,
+                frame,
+            );
+        }
+        None => an.finding(RiskClass::Deletes, what, &cmd.quoted, cmd.line, frame),
+    }
+}
+
+fn find_cmd(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame: &Frame) -> bool {
+    let start: Vec<&Arg> = args
+        .iter()
+        .take_while(|a| !a.text.starts_with('-') && a.text != "(" && a.text != "!")
+        .collect();
+    let dot = Arg::literal(".");
+    let start: Vec<&Arg> = if start.is_empty() { vec![&dot] } else { start };
+    let mut i = 0;
+    let mut read_only = true;
+    while i < args.len() {
+        let t = args[i].text.as_str();
+        match t {
+            "-delete" => {
+                read_only = false;
+                deletes_under(an, cmd, &start, "deletes the files it finds", frame, true);
+            }
+            "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                let end = args[i + 1..]
+                    .iter()
+                    .position(|a| a.text == ";" || a.text == "+")
+                    .map(|p| i + 1 + p)
+                    .unwrap_or(args.len());
+                let inner = args[i + 1..end].to_vec();
+                if inner.is_empty() {
+                    an.opaque("find -exec without a command", &cmd.quoted, cmd.line, frame);
+                } else {
+                    judge_words(an, inner, &cmd.quoted, cmd.line, frame);
+                }
+                i = end;
+            }
+            "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
+                read_only = false;
+                an.finding(
+                    RiskClass::WritesFiles,
+                    "writes its results to a file",
+                    &cmd.quoted,
+                    cmd.line,
+                    frame,
+                );
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if read_only {
+        an.read_only = true;
+    }
+    true
+}
+
+fn shell_runner(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame: &Frame) -> bool {
+    let q = cmd.quoted.as_str();
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let t = a.text.as_str();
+        if t == "-c" || (t.starts_with('-') && !t.starts_with("--") && t.contains('c')) {
+            return match args.get(i + 1) {
+                Some(s) if !s.dynamic => {
+                    let f = frame.nested(q, cmd.line);
+                    super::analyse(an, &s.text.clone(), &f);
+                    false
+                }
+                Some(_) => {
+                    an.opaque(
+                        "a shell runs a string known only at run time",
+                        q,
+                        cmd.line,
+                        frame,
+                    );
+                    true
+                }
+                None => {
+                    an.opaque("a shell -c without a command", q, cmd.line, frame);
+                    true
+                }
+            };
+        }
+        if t == "-o" || t == "+o" || t == "-O" || t == "+O" {
+            i += 2;
+            continue;
+        }
+        if t.starts_with('-') || t.starts_with('+') {
+            if t == "-" || t == "--" {
+                i += 1;
+                break;
+            }
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    if args.get(i).is_some() {
+        an.finding(
+            RiskClass::CannotTell,
+            "runs a script file the policy cannot read",
+            q,
+            cmd.line,
+            frame,
+        );
+        return true;
+    }
+    stdin_code(an, cmd, None, frame);
+    false
+}
+
+/// Code fed to an interpreter on its standard input.
+fn stdin_code(an: &mut Analysis<'_>, cmd: &Cmd, lang: Option<Language>, frame: &Frame) {
+    let q = cmd.quoted.as_str();
+    match &cmd.stdin {
+        Stdin::Text {
+            text,
+            literal: true,
+        } => {
+            // The body starts on the line after the command.
+            let mut f = frame.nested(q, cmd.line);
+            f.line_base = cmd.line;
+            match lang {
+                None => super::analyse(an, text, &f),
+                Some(l) => script::analyse_nested(an, l, text, &f),
+            }
+        }
+        Stdin::Text { literal: false, .. } => an.opaque(
+            "runs a here-document with expansions as code",
+            q,
+            cmd.line,
+            frame,
+        ),
+        Stdin::Pipe => an.opaque("runs code read from a pipe", q, cmd.line, frame),
+        Stdin::Terminal => an.opaque("opens an interactive interpreter", q, cmd.line, frame),
+    }
+}
+
+fn interpreter(an: &mut Analysis<'_>, cmd: &Cmd, name: &str, args: &[Arg], frame: &Frame) -> bool {
+    let q = cmd.quoted.as_str();
+    let lang = match name {
+        "node" | "nodejs" => Language::JavaScript,
+        "perl" => Language::Perl,
+        "ruby" => Language::Ruby,
+        "Rscript" | "R" => Language::R,
+        _ => Language::Python,
+    };
+    let code_flags: &[&str] = match lang {
+        Language::Python => &["-c"],
+        Language::JavaScript => &["-e", "--eval", "-p", "--print"],
+        Language::Perl => &["-e", "-E"],
+        Language::Ruby => &["-e"],
+        _ => &["-e"],
+    };
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let t = a.text.as_str();
+        if code_flags.contains(&t) {
+            match args.get(i + 1) {
+                Some(s) if !s.dynamic => {
+                    let f = frame.nested(q, cmd.line);
+                    script::analyse_nested(an, lang, &s.text.clone(), &f);
+                }
+                _ => an.opaque("runs code known only at run time", q, cmd.line, frame),
+            }
+            return true;
+        }
+        if lang == Language::Python && t == "-m" {
+            let module = args.get(i + 1).map(|a| a.text.as_str()).unwrap_or("");
+            if module == "pip" {
+                let rest = &args[(i + 2).min(args.len())..];
+                let sub = rest
+                    .iter()
+                    .find(|a| !a.text.starts_with('-'))
+                    .map(|a| a.text.as_str())
+                    .unwrap_or("");
+                package_manager(an, cmd, "pip", sub, rest, frame);
+            } else if matches!(module, "http.server" | "SimpleHTTPServer") {
+                an.finding(
+                    RiskClass::Network,
+                    "serves files over the network",
+                    q,
+                    cmd.line,
+                    frame,
+                );
+            } else {
+                an.finding(
+                    RiskClass::CannotTell,
+                    "runs a module the policy cannot read",
+                    q,
+                    cmd.line,
+                    frame,
+                );
+            }
+            return true;
+        }
+        if t == "-" {
+            break;
+        }
+        if t.starts_with('-') {
+            i += 1;
+            continue;
+        }
+        an.finding(
+            RiskClass::CannotTell,
+            "runs a script file the policy cannot read",
+            q,
+            cmd.line,
+            frame,
+        );
+        return true;
+    }
+    stdin_code(an, cmd, Some(lang), frame);
+    // Code in another language is not a command: the interpreter call itself must be
+    // allowed for the block to be.
+    true
+}
+
+fn git(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame: &Frame) {
+    // Skip global options (`-C dir`, `-c k=v`, `--no-pager`).
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        match a.text.as_str() {
+            "-C" | "-c" | "--git-dir" | "--work-tree" => i += 2,
+            t if t.starts_with('-') => i += 1,
+            _ => break,
+        }
+    }
+    if args.iter().take(i).any(|a| a.text == "-c") {
+        an.opaque(
+            "git -c can set a command to run",
+            &cmd.quoted,
+            cmd.line,
+            frame,
+        );
+    }
+    let sub = args.get(i).map(|a| a.text.as_str()).unwrap_or("");
+    let rest = &args[(i + 1).min(args.len())..];
+    let (class, e) = match sub {
+        "status" | "log" | "diff" | "show" | "rev-parse" | "ls-files" | "blame" | "grep"
+        | "describe" | "shortlog" | "reflog" | "ls-tree" | "cat-file" | "whatchanged"
+        | "version" | "help" | "" => {
+            an.read_only = true;
+            return;
+        }
+        "branch" | "tag" | "remote" | "stash" | "config" | "worktree" => {
+            if rest.iter().all(|a| a.text.starts_with('-'))
+                && !rest.iter().any(|a| {
+                    matches!(
+                        a.text.as_str(),
+                        "-d" | "-D" | "-m" | "-M" | "--delete" | "--unset" | "--add"
+                    )
+                })
+            {
+                an.read_only = true;
+                return;
+            }
+            if sub == "remote" && rest.first().is_some_and(|a| a.text == "update") {
+                (RiskClass::Network, "fetches from a remote")
+            } else {
+                (RiskClass::WritesFiles, "changes the repository")
+            }
+        }
+        "push" | "pull" | "fetch" | "clone" | "ls-remote" | "submodule" | "send-email"
+        | "request-pull" => (RiskClass::Network, "talks to a remote repository"),
+        "clean" => (RiskClass::Deletes, "deletes untracked files"),
+        "rm" => (RiskClass::Deletes, "deletes tracked files"),
+        "reset" if rest.iter().any(|a| a.text == "--hard") => {
+            (RiskClass::Deletes, "discards uncommitted changes")
+        }
+        "checkout" | "restore" if rest.iter().any(|a| a.text == "." || a.text == "--") => {
+            (RiskClass::Deletes, "discards uncommitted changes")
+        }
+        _ => (RiskClass::WritesFiles, "changes the repository"),
+    };
+    an.finding(class, e, &cmd.quoted, cmd.line, frame);
+}
+
+fn package_manager(
+    an: &mut Analysis<'_>,
+    cmd: &Cmd,
+    name: &str,
+    sub: &str,
+    args: &[Arg],
+    frame: &Frame,
+) {
+    let read_only_subs = [
+        "list",
+        "show",
+        "freeze",
+        "search",
+        "info",
+        "help",
+        "--version",
+        "-V",
+        "version",
+        "outdated",
+        "check",
+        "ls",
+        "why",
+        "view",
+        "doctor",
+        "config",
+        "env",
+        "policy",
+        "madison",
+        "depends",
+        "query",
+        "-Q",
+        "-Ss",
+        "-Si",
+        "metadata",
+        "tree",
+    ];
+    let installs = [
+        "install",
+        "uninstall",
+        "i",
+        "add",
+        "remove",
+        "rm",
+        "ci",
+        "update",
+        "upgrade",
+        "dist-upgrade",
+        "full-upgrade",
+        "purge",
+        "autoremove",
+        "download",
+        "get",
+        "-S",
+        "-R",
+        "-Syu",
+        "-U",
+        "link",
+        "unlink",
+        "tap",
+        "reinstall",
+        "sync",
+        "x",
+        "dlx",
+        "exec",
+    ];
+    let _ = args;
+    if matches!(name, "npx" | "bunx") {
+        an.finding(
+            RiskClass::InstallsSoftware,
+            "downloads and runs a package",
+            &cmd.quoted,
+            cmd.line,
+            frame,
+        );
+        return;
+    }
+    if read_only_subs.contains(&sub) {
+        an.read_only = true;
+    } else if installs.contains(&sub) {
+        an.finding(
+            RiskClass::InstallsSoftware,
+            "installs or removes software",
+            &cmd.quoted,
+            cmd.line,
+            frame,
+        );
+    } else {
+        an.finding(
+            RiskClass::CannotTell,
+            "runs a package manager task the policy cannot read",
+            &cmd.quoted,
+            cmd.line,
+            frame,
+        );
+    }
+}

@@ -1,0 +1,283 @@
+//! Shell words as the shell would see them after quote removal: `r''m`, `"rm"`, `\rm`,
+//! `r\m` and `$'rm'` all become `rm`. A word that holds an expansion (`$X`, `$(…)`,
+//! backticks, arithmetic) is marked dynamic, and the command substitutions inside it are
+//! handed back so that the walker can parse them as shell in their own right.
+
+use brush_parser::ParserOptions;
+use brush_parser::word::{WordPiece, WordPieceWithSource};
+
+/// One word after quote removal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Arg {
+    /// The text after quote removal; expansions keep their raw text.
+    pub text: String,
+    /// The word holds an expansion whose value is known only at run time.
+    pub dynamic: bool,
+    /// The word starts with a tilde expansion (a home directory).
+    pub tilde: bool,
+}
+
+impl Arg {
+    /// A literal word (from a list in another language, or a fixed string).
+    pub fn literal(text: &str) -> Self {
+        Arg {
+            text: text.to_string(),
+            dynamic: false,
+            tilde: false,
+        }
+    }
+}
+
+/// A command substitution found inside a word: its code, and the offset (in chars) of the
+/// piece within the word's raw text, for line numbers.
+#[derive(Clone, Debug)]
+pub(crate) struct Substitution {
+    pub code: String,
+    pub offset: usize,
+}
+
+/// The result of reading one raw word.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ParsedWord {
+    pub arg: Arg,
+    pub substitutions: Vec<Substitution>,
+    /// Something in the word cannot be seen through (a substitution nested in a parameter
+    /// expansion, an unreadable word): the reason.
+    pub opaque: Option<String>,
+}
+
+/// Reads a raw word (as it appears in the source) into its unquoted text.
+pub(crate) fn parse_word(raw: &str, options: &ParserOptions) -> ParsedWord {
+    let mut out = ParsedWord::default();
+    // Fast path: a word of plain characters is its own text (no quotes, escapes,
+    // expansions, tilde or braces), which is most words.
+    if !raw.is_empty()
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./:=,+@%^!#*?[]".contains(&b))
+        && !raw.starts_with('#')
+    {
+        out.arg.text = raw.to_string();
+        return out;
+    }
+    match brush_parser::word::parse(raw, options) {
+        Ok(pieces) => {
+            for (i, p) in pieces.iter().enumerate() {
+                push_piece(raw, p, i == 0, &mut out);
+            }
+        }
+        Err(_) => {
+            out.arg.text = raw.to_string();
+            out.arg.dynamic = true;
+            out.opaque = Some("a word the shell parser could not read".to_string());
+        }
+    }
+    out
+}
+
+/// Reads a here-document body that undergoes expansion.
+pub(crate) fn parse_heredoc_body(raw: &str, options: &ParserOptions) -> ParsedWord {
+    let mut out = ParsedWord::default();
+    match brush_parser::word::parse_heredoc(raw, options) {
+        Ok(pieces) => {
+            for p in &pieces {
+                push_piece(raw, p, false, &mut out);
+            }
+        }
+        Err(_) => {
+            out.arg.text = raw.to_string();
+            out.arg.dynamic = true;
+            out.opaque = Some("a here-document the shell parser could not read".to_string());
+        }
+    }
+    out
+}
+
+fn push_piece(raw: &str, p: &WordPieceWithSource, first: bool, out: &mut ParsedWord) {
+    let raw_piece = raw
+        .get(p.start_index..p.end_index)
+        .or_else(|| char_slice(raw, p.start_index, p.end_index))
+        .unwrap_or("");
+    match &p.piece {
+        WordPiece::Text(t) => out.arg.text.push_str(t),
+        WordPiece::SingleQuotedText(t) => out.arg.text.push_str(t),
+        WordPiece::AnsiCQuotedText(t) => match decode_ansi_c(t) {
+            Some(s) => out.arg.text.push_str(&s),
+            None => {
+                out.arg.text.push_str(t);
+                out.arg.dynamic = true;
+            }
+        },
+        WordPiece::DoubleQuotedSequence(inner) | WordPiece::GettextDoubleQuotedSequence(inner) => {
+            for q in inner {
+                // Offsets of nested pieces are relative to the enclosing word in brush.
+                push_piece(raw, q, false, out);
+            }
+        }
+        WordPiece::TildeExpansion(_) => {
+            out.arg.text.push_str(raw_piece);
+            if first {
+                out.arg.tilde = true;
+            }
+            out.arg.dynamic = true;
+        }
+        WordPiece::EscapeSequence(s) => {
+            // `\r` -> `r`; a backslash-newline is a line continuation and vanishes.
+            let unescaped: String = s.strip_prefix('\\').unwrap_or(s).to_string();
+            if unescaped != "\n" {
+                out.arg.text.push_str(&unescaped);
+            }
+        }
+        WordPiece::ParameterExpansion(_) => {
+            out.arg.text.push_str(raw_piece);
+            out.arg.dynamic = true;
+            if raw_piece.contains("$(") || raw_piece.contains('`') {
+                out.opaque = Some("a command substitution inside a parameter expansion".into());
+            }
+        }
+        WordPiece::CommandSubstitution(code) | WordPiece::BackquotedCommandSubstitution(code) => {
+            out.arg.text.push_str(raw_piece);
+            out.arg.dynamic = true;
+            out.substitutions.push(Substitution {
+                code: code.clone(),
+                offset: p.start_index,
+            });
+        }
+        WordPiece::ArithmeticExpression(e) => {
+            out.arg.text.push_str(raw_piece);
+            out.arg.dynamic = true;
+            if e.value.contains("$(") || e.value.contains('`') {
+                out.opaque = Some("a command substitution inside arithmetic".into());
+            }
+        }
+    }
+}
+
+fn char_slice(s: &str, start: usize, end: usize) -> Option<&str> {
+    let mut it = s
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(s.len()));
+    let b0 = it.clone().nth(start)?;
+    let b1 = it.nth(end)?;
+    s.get(b0..b1)
+}
+
+/// Decodes the body of `$'…'`. Returns `None` for escapes it does not know (the caller
+/// then treats the word as dynamic).
+pub(crate) fn decode_ansi_c(body: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let e = chars.next()?;
+        match e {
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            'a' => out.push('\x07'),
+            'b' => out.push('\x08'),
+            'e' | 'E' => out.push('\x1b'),
+            'f' => out.push('\x0c'),
+            'v' => out.push('\x0b'),
+            '\\' | '\'' | '"' | '?' => out.push(e),
+            'x' | 'u' | 'U' => {
+                let max = match e {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let mut hex = String::new();
+                while hex.len() < max {
+                    match chars.peek() {
+                        Some(h) if h.is_ascii_hexdigit() => {
+                            hex.push(*h);
+                            chars.next();
+                        }
+                        _ => break,
+                    }
+                }
+                let v = u32::from_str_radix(&hex, 16).ok()?;
+                out.push(char::from_u32(v)?);
+            }
+            '0'..='7' => {
+                let mut oct = String::from(e);
+                while oct.len() < 3 {
+                    match chars.peek() {
+                        Some(o) if ('0'..='7').contains(o) => {
+                            oct.push(*o);
+                            chars.next();
+                        }
+                        _ => break,
+                    }
+                }
+                let v = u32::from_str_radix(&oct, 8).ok()?;
+                out.push(char::from_u32(v)?);
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn text(raw: &str) -> (String, bool) {
+        let w = parse_word(raw, &ParserOptions::default());
+        (w.arg.text, w.arg.dynamic)
+    }
+
+    #[test]
+    fn quote_removal_matches_the_shell() {
+        for raw in [
+            "rm",
+            "r''m",
+            "\"rm\"",
+            "\\rm",
+            "r\\m",
+            "$'rm'",
+            "$'\\x72m'",
+            "'r'\"m\"",
+        ] {
+            assert_eq!(text(raw), ("rm".to_string(), false), "{raw}");
+        }
+    }
+
+    #[test]
+    fn expansions_are_dynamic_and_substitutions_found() {
+        assert!(text("$X").1);
+        assert!(text("\"${X}\"").1);
+        let w = parse_word("\"a $(rm -rf x) b\"", &ParserOptions::default());
+        assert_eq!(w.substitutions.len(), 1);
+        assert_eq!(w.substitutions[0].code.trim(), "rm -rf x");
+        let w = parse_word("`rm x`", &ParserOptions::default());
+        assert_eq!(w.substitutions[0].code.trim(), "rm x");
+        let w = parse_word("${X:-$(rm x)}", &ParserOptions::default());
+        assert!(w.opaque.is_some());
+    }
+
+    #[test]
+    fn fast_path_agrees_with_the_parser() {
+        for raw in ["ls", "-la", "src/main.rs", "a=b", "*.txt", "x,y", "100%"] {
+            let fast = parse_word(raw, &ParserOptions::default());
+            let pieces = brush_parser::word::parse(raw, &ParserOptions::default()).unwrap();
+            let mut slow = ParsedWord::default();
+            for (i, p) in pieces.iter().enumerate() {
+                push_piece(raw, p, i == 0, &mut slow);
+            }
+            assert_eq!(fast.arg, slow.arg, "{raw}");
+        }
+    }
+
+    #[test]
+    fn tilde_is_marked() {
+        let w = parse_word("~/x", &ParserOptions::default());
+        assert!(w.arg.tilde);
+    }
+}
