@@ -431,9 +431,7 @@ impl App {
                 if self.focus == Focus::Code {
                     self.focus = Focus::Input;
                 }
-                if self.tab != Focus::Chat {
-                    self.tab = Focus::Terminal;
-                }
+                self.tab = Focus::Terminal;
                 self.output_shown = false;
             }
             Event::ExecOutput { data, .. } => {

@@ -22,7 +22,6 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders};
 use tui_term::vt100;
 use tui_term::widget::PseudoTerminal;
 
@@ -503,10 +502,7 @@ impl TerminalPane {
         if self.scroll() > 0 {
             title.push_str(&format!(" · scrolled {} lines", self.scroll()));
         }
-        let mut block = Block::default()
-            .borders(Borders::ALL)
-            .border_style(if focused { theme.focus } else { theme.border })
-            .title(format!(" {} ", title.trim()));
+        let mut block = super::view::pane_frame(theme, format!(" {} ", title.trim()), focused);
         if self.search.editing {
             block = block.title_bottom(Line::from(vec![
                 Span::styled(" /", theme.key),

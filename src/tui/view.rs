@@ -15,6 +15,7 @@ use super::highlight::{highlight, visible};
 use super::keymap::Action;
 use super::keys::hints;
 use super::markdown::render_width;
+use super::theme::Theme;
 
 /// The smallest terminal the workbench draws in.
 pub const MIN_WIDTH: u16 = 40;
@@ -225,19 +226,24 @@ pub fn draw(frame: &mut Frame, app: &App, areas: &Areas) {
 /// A pane's frame: the focused one (there is one) thick, in the focus colour, its title
 /// marked; the others thin and quiet.
 pub(super) fn pane_block<'a>(app: &App, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {
+    pane_frame(&app.theme, title, focused)
+}
+
+/// The same from a theme alone, for panes that draw themselves.
+pub fn pane_frame<'a>(theme: &Theme, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {
     let title: Line<'a> = title.into();
     if focused {
-        let mut spans = vec![Span::styled("▶", app.theme.focus)];
+        let mut spans = vec![Span::styled("▶", theme.focus)];
         spans.extend(title.spans);
         Block::default()
             .borders(Borders::ALL)
             .border_type(BorderType::Thick)
-            .border_style(app.theme.focus)
-            .title(Line::from(spans).style(app.theme.focus.add_modifier(Modifier::BOLD)))
+            .border_style(theme.focus)
+            .title(Line::from(spans).style(theme.focus.add_modifier(Modifier::BOLD)))
     } else {
         Block::default()
             .borders(Borders::ALL)
-            .border_style(app.theme.border)
+            .border_style(theme.border)
             .title(title)
     }
 }
