@@ -92,7 +92,13 @@ impl App {
             match self.terminal.handle_key(&key, running) {
                 TerminalKey::Send(data) => return vec![Effect::Op(Op::Input { data })],
                 TerminalKey::Leave => {
-                    self.focus = Focus::Input;
+                    // Esc: to the decision when a block waits (as the panel says), else
+                    // to the input.
+                    if ctx.pending {
+                        self.focus_pane(Focus::Code);
+                    } else {
+                        self.focus = Focus::Input;
+                    }
                     return Vec::new();
                 }
                 TerminalKey::Consumed => return Vec::new(),

@@ -623,7 +623,7 @@ fn draw_input(frame: &mut Frame, app: &App, area: Rect) {
         }
         frame.render_widget(&input, inner);
     } else {
-        let hint = if app.pending.is_some() {
+        let hint = if app.pending.is_some() && app.focus == Focus::Code {
             format!(
                 "{} writes a message (the block waits)",
                 app.keymap.label(Action::ToggleDecision)
