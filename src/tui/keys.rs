@@ -37,7 +37,7 @@ impl App {
                 _ if self.keymap.is(Action::Help, &key) => self.help = false,
                 _ => {}
             }
-            let max = super::view::help_lines(self).len();
+            let max = super::bars::help_lines(self).len();
             self.help_scroll = self.help_scroll.min(max);
             return Vec::new();
         }

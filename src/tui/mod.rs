@@ -7,6 +7,8 @@
 //! output becomes one frame and an idle workbench uses no CPU.
 
 pub mod app;
+mod bars;
+mod bindings;
 pub mod browser;
 mod browser_keys;
 mod browser_view;

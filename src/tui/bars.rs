@@ -1,0 +1,357 @@
+//! The bars around the panes: the approval panel (a question, a note, or the keys that work
+//! now, from the keymap), the message input, the status bar (shortened to fit, never cut in
+//! the middle of what matters) and the help overlay (every binding of the keymap).
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+
+use super::app::{App, Busy, Focus};
+use super::keymap::Action;
+use super::keys::hints;
+use super::view::{SPINNER, centered, pane_block, waiting_note};
+
+/// Joins (key, what) hints into one line that fits `width`: the last ones give way to
+/// `F1 more` when they do not fit; a hint is never cut in the middle.
+pub fn hint_line(app: &App, hints: &[(String, &str)], width: usize) -> Line<'static> {
+    let more = format!("{} more", app.keymap.label(Action::Help));
+    let mut spans = Vec::new();
+    let mut used = 0;
+    for (i, (key, what)) in hints.iter().enumerate() {
+        let piece = format!("{key} {what}").chars().count() + if i > 0 { 3 } else { 0 };
+        let room_for_more = if i + 1 < hints.len() {
+            more.chars().count() + 3
+        } else {
+            0
+        };
+        if used + piece + room_for_more > width {
+            if hints[..i].iter().any(|(_, what)| *what == "help") {
+                break;
+            }
+            if i > 0 {
+                spans.push(Span::styled(" · ", app.theme.muted));
+            }
+            spans.push(Span::styled(more, app.theme.key));
+            break;
+        }
+        if i > 0 {
+            spans.push(Span::styled(" · ", app.theme.muted));
+        }
+        spans.push(Span::styled(key.clone(), app.theme.key));
+        spans.push(Span::styled(format!(" {what}"), app.theme.text));
+        used += piece;
+    }
+    Line::from(spans)
+}
+
+/// What the panel says: a question, a note, or the keys that work now.
+fn panel_line(app: &App, width: usize) -> Line<'static> {
+    if let Some(p) = &app.pending {
+        let key = |a: Action| app.keymap.label(a);
+        if let Some(confirm) = p.confirm {
+            let text = match confirm {
+                super::app::Confirm::Always => format!(
+                    "Run this block and every later block of this session without asking? {} or y: yes · any other key: no",
+                    key(Action::Always)
+                ),
+                super::app::Confirm::Discard => {
+                    "Throw your edit away? y: yes · any other key: keep editing".to_string()
+                }
+            };
+            return Line::styled(text, app.theme.warning.add_modifier(Modifier::BOLD));
+        }
+        if let Some(note) = &p.note {
+            return Line::styled(note.clone(), app.theme.warning.add_modifier(Modifier::BOLD));
+        }
+        if p.editor.is_none() && !p.reason && app.focus != Focus::Code {
+            let what = if app.tab != Focus::Code && !app.wide {
+                format!("block {} of {} awaits your decision", p.index, p.of)
+            } else {
+                "the block awaits your decision".to_string()
+            };
+            return Line::from(vec![
+                Span::styled(
+                    format!("{what}: "),
+                    app.theme.warning.add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(key(Action::ToggleDecision), app.theme.key),
+                Span::styled(" goes to it (or click the code)", app.theme.text),
+            ]);
+        }
+    }
+    hint_line(app, &hints(app), width)
+}
+
+pub(super) fn draw_panel(frame: &mut Frame, app: &App, area: Rect, bordered: bool) {
+    let decision = app.ctx().decision;
+    let width = if bordered {
+        area.width.saturating_sub(2)
+    } else {
+        area.width
+    } as usize;
+    let mut paragraph = Paragraph::new(panel_line(app, width));
+    if bordered {
+        // The decision's focus ring is the code pane's; the panel only names it.
+        let title = if decision {
+            Line::styled(
+                " Approve · the decision ",
+                app.theme.focus.add_modifier(Modifier::BOLD),
+            )
+        } else if app.pending.is_some() {
+            Line::styled(" Approve ", app.theme.warning)
+        } else {
+            Line::from(" Keys ")
+        };
+        paragraph = paragraph.block(pane_block(app, title, false));
+    }
+    frame.render_widget(paragraph, area);
+}
+
+pub(super) fn draw_input(frame: &mut Frame, app: &App, area: Rect) {
+    let reason = app.pending.as_ref().is_some_and(|p| p.reason);
+    let focused = app.focus == Focus::Input;
+    let title = if reason {
+        " Reason for skipping "
+    } else if focused {
+        " Input "
+    } else {
+        " Input · inactive "
+    };
+    let block = pane_block(app, title, focused);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if focused || !app.input.is_empty() {
+        let mut input = app.input.clone();
+        if !focused {
+            input.set_style(app.theme.muted);
+            input.set_cursor_style(app.theme.muted);
+        }
+        frame.render_widget(&input, inner);
+    } else {
+        let hint = if app.pending.is_some() && app.focus == Focus::Code {
+            format!(
+                "{} writes a message (the block waits)",
+                app.keymap.label(Action::ToggleDecision)
+            )
+        } else {
+            "Tab or a click writes a message".to_string()
+        };
+        frame.render_widget(Paragraph::new(Line::styled(hint, app.theme.muted)), inner);
+    }
+}
+
+pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
+    let model = if app.model.is_empty() {
+        "no model"
+    } else {
+        &app.model
+    };
+    let state = match app.busy {
+        Busy::Idle if app.pending.is_some() => "awaiting your decision".to_string(),
+        Busy::Idle => "idle".to_string(),
+        Busy::Thinking(_) => format!("thinking… {}", SPINNER[app.spinner % SPINNER.len()]),
+        Busy::Running(..) if app.terminal.waiting() => waiting_note(app),
+        Busy::Running(_, since) => format!(
+            "running {:.1} s {}",
+            since.elapsed().as_secs_f64(),
+            SPINNER[app.spinner % SPINNER.len()]
+        ),
+    };
+    let tokens = app.tokens.0 + app.tokens.1;
+    let tokens = if tokens >= 1000 {
+        format!("{:.1}k tok", tokens as f64 / 1000.0)
+    } else {
+        format!("{tokens} tok")
+    };
+    let approval = if app.approval.is_empty() {
+        "ask"
+    } else {
+        &app.approval
+    };
+    let help = format!("{} help", app.keymap.label(Action::Help));
+    let flash = app.flash.as_ref().map(|(m, _)| m.as_str());
+    let text = status_text(
+        area.width as usize,
+        &StatusParts {
+            model,
+            approval,
+            cwd: &app.cwd,
+            tokens: &tokens,
+            state: &state,
+            help: &help,
+            flash,
+        },
+    );
+    let style = if flash.is_some() {
+        app.theme.status.add_modifier(Modifier::BOLD)
+    } else {
+        app.theme.status
+    };
+    frame.render_widget(
+        Paragraph::new(Line::styled(text, style)).style(app.theme.status),
+        area,
+    );
+}
+
+pub struct StatusParts<'a> {
+    pub model: &'a str,
+    pub approval: &'a str,
+    pub cwd: &'a str,
+    pub tokens: &'a str,
+    pub state: &'a str,
+    pub help: &'a str,
+    pub flash: Option<&'a str>,
+}
+
+/// The status bar's text for `width` columns: what matters most stays whole (the state, a
+/// message, the help key, the approval mode); the directory, the tokens and the model give
+/// way, shortened with … before they are dropped.
+pub fn status_text(width: usize, p: &StatusParts<'_>) -> String {
+    let state = p.flash.unwrap_or(p.state);
+    let fits = |parts: &[String]| format!(" {} ", parts.join(" · ")).chars().count() <= width;
+    let build = |model: Option<String>, cwd: Option<String>, tokens: bool| {
+        let mut parts = Vec::new();
+        if let Some(m) = model {
+            parts.push(m);
+        }
+        parts.push(p.approval.to_string());
+        if let Some(c) = cwd {
+            parts.push(c);
+        }
+        if tokens {
+            parts.push(p.tokens.to_string());
+        }
+        parts.push(state.to_string());
+        parts.push(p.help.to_string());
+        parts
+    };
+    let tries = [
+        build(
+            Some(p.model.to_string()),
+            Some(shorten_path(p.cwd, 30)),
+            true,
+        ),
+        build(
+            Some(p.model.to_string()),
+            Some(shorten_path(p.cwd, 16)),
+            true,
+        ),
+        build(
+            Some(p.model.to_string()),
+            Some(shorten_path(p.cwd, 16)),
+            false,
+        ),
+        build(
+            Some(shorten(p.model, 20)),
+            Some(shorten_path(p.cwd, 12)),
+            false,
+        ),
+        build(Some(shorten(p.model, 14)), None, false),
+        build(None, None, false),
+    ];
+    for parts in &tries {
+        if fits(parts) {
+            return format!(" {} ", parts.join(" · "));
+        }
+    }
+    shorten(&format!(" {state} · {} ", p.help), width)
+}
+
+/// `text` in at most `max` columns, with … when cut.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
+}
+
+fn shorten_path(path: &str, max: usize) -> String {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let path = match path.strip_prefix(&home) {
+        Some(rest) if home.len() > 1 && (rest.is_empty() || rest.starts_with('/')) => {
+            format!("~{rest}")
+        }
+        _ => path.to_string(),
+    };
+    if path.chars().count() <= max {
+        path
+    } else {
+        let tail: String = path
+            .chars()
+            .rev()
+            .take(max - 1)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        format!("…{tail}")
+    }
+}
+
+/// The slash commands, for the help overlay.
+const COMMANDS: [(&str, &str); 6] = [
+    (
+        "!cmd",
+        "run cmd in the shell kernel; the model sees it next time",
+    ),
+    ("/reset /undo", "new conversation; drop the last exchange"),
+    ("/model NAME", "talk to another model (provider/name)"),
+    (
+        "/tokens /export",
+        "token use; write the conversation as Markdown",
+    ),
+    ("/sessions", "browse, search and resume saved sessions"),
+    ("/quit", "quit"),
+];
+
+/// The help overlay's lines: every binding of the keymap, by section, then the commands.
+pub fn help_lines(app: &App) -> Vec<Line<'static>> {
+    let key = |k: &str, what: &str| {
+        Line::from(vec![
+            Span::styled(format!("{k:<19} "), app.theme.key),
+            Span::styled(what.to_string(), app.theme.text),
+        ])
+    };
+    let mut lines = Vec::new();
+    let mut section = "";
+    for (s, keys, what) in app.keymap.help() {
+        if s != section {
+            section = s;
+            lines.push(Line::styled(s.to_string(), app.theme.accent));
+        }
+        lines.push(key(&keys, what));
+    }
+    lines.push(Line::styled("Commands in the input", app.theme.accent));
+    for (k, what) in COMMANDS {
+        lines.push(key(k, what));
+    }
+    lines
+}
+
+pub(super) fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
+    let lines = help_lines(app);
+    let r = centered(area, 96, lines.len() as u16 + 2);
+    frame.render_widget(Clear, r);
+    let inner_rows = r.height.saturating_sub(2) as usize;
+    let max = lines.len().saturating_sub(inner_rows);
+    let top = app.help_scroll.min(max);
+    let title = if max > 0 {
+        format!(
+            " Keys · lines {}–{} of {} · ↑↓ PgUp PgDn scroll · Esc closes ",
+            top + 1,
+            top + inner_rows,
+            lines.len()
+        )
+    } else {
+        " Keys · Esc closes ".to_string()
+    };
+    frame.render_widget(
+        Paragraph::new(lines[top..].to_vec()).block(pane_block(app, title, true)),
+        r,
+    );
+}
