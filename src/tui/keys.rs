@@ -523,7 +523,12 @@ impl App {
 
     fn copy_focused(&mut self) -> Vec<Effect> {
         let (what, text) = match self.focus {
-            Focus::Terminal => ("the terminal's output", self.terminal.contents()),
+            Focus::Terminal => (
+                "the last block's output",
+                self.terminal
+                    .last_block_output()
+                    .unwrap_or_else(|| self.terminal.contents()),
+            ),
             Focus::Code => (
                 "the code",
                 match (&self.pending, &self.shown_block) {
@@ -532,7 +537,24 @@ impl App {
                     _ => String::new(),
                 },
             ),
-            Focus::Chat | Focus::Input => ("the entry", self.chat.selected_text()),
+            Focus::Chat | Focus::Input => {
+                // A block's entry: its code and its whole kept output, not only the tail.
+                let block = self
+                    .chat
+                    .selected
+                    .and_then(|i| match self.chat.entries.get(i) {
+                        Some(Entry::Block { id, code, .. }) => Some((*id, code.clone())),
+                        _ => None,
+                    });
+                match block.and_then(|(id, code)| {
+                    self.terminal
+                        .block_output(id)
+                        .map(|out| format!("{code}\n\n{out}"))
+                }) {
+                    Some(text) => ("the block and its output", text),
+                    None => ("the entry", self.chat.selected_text()),
+                }
+            }
         };
         if text.trim().is_empty() {
             self.flash(format!("nothing to copy: {what} is empty"));

@@ -365,6 +365,12 @@ impl TerminalPane {
         self.view().screen().contents()
     }
 
+    /// The kept output of the last block that ran (as `block_output`).
+    pub fn last_block_output(&self) -> Option<String> {
+        let id = self.blocks.iter().rev().find_map(|b| b.id)?;
+        self.block_output(id)
+    }
+
     /// A block's kept output as plain text (escape sequences applied, as a terminal shows
     /// them line by line), or None when the block is not known.
     pub fn block_output(&self, id: BlockId) -> Option<String> {

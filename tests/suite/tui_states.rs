@@ -764,3 +764,28 @@ fn the_auto_run_notice_shows_above_the_block_it_runs() {
     let block = s.find("python #1").expect("the block");
     assert!(notice < block, "{s}");
 }
+
+#[test]
+fn ctrl_y_copies_a_blocks_whole_output_from_the_chat_and_the_terminal() {
+    let mut app = fresh();
+    running(&mut app);
+    app.update(Msg::Engine(Event::ExecFinished {
+        block_id: 1,
+        result: result(RunStatus::Success),
+    }));
+    app.focus = Focus::Chat;
+    app.update(key(KeyCode::Up));
+    match app.update(ctrl('y')).as_slice() {
+        [Effect::Copy(text)] => {
+            assert!(text.starts_with(CODE), "{text:?}");
+            assert!(text.contains("0\n1\ngreen"), "{text:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    app.focus = Focus::Terminal;
+    match app.update(ctrl('y')).as_slice() {
+        [Effect::Copy(text)] => assert!(text.contains("0\n1\ngreen"), "{text:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(screen(&mut app, 80, 24).contains("copied the last block's output"));
+}
