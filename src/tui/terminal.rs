@@ -98,6 +98,9 @@ pub struct TerminalPane {
     search: Search,
     /// The running block waits for keyboard input.
     waiting: bool,
+    /// How far up the person scrolled; the emulator's own offset grows past it as output
+    /// arrives (the view stays put), and the difference is what arrived meanwhile.
+    chosen: std::cell::Cell<usize>,
 }
 
 impl TerminalPane {
@@ -113,6 +116,7 @@ impl TerminalPane {
                 total_bytes: TOTAL_BYTES,
             },
             blocks: VecDeque::new(),
+            chosen: std::cell::Cell::new(0),
             total: 0,
             fresh: true,
             search: Search::default(),
@@ -237,7 +241,23 @@ impl TerminalPane {
         if !self.search.query.is_empty() {
             self.find();
         }
+        self.mark_chosen();
         true
+    }
+
+    /// The view the person chose is where it is now.
+    fn mark_chosen(&self) {
+        self.chosen.set(self.scroll());
+    }
+
+    /// Lines that arrived below the view since the person scrolled up (for `↓ N new`).
+    pub fn new_lines(&self) -> usize {
+        let scroll = self.scroll();
+        if scroll == 0 {
+            0
+        } else {
+            scroll.saturating_sub(self.chosen.get())
+        }
     }
 
     /// Replaces the emulator with one of this size and scrollback, at the same distance
@@ -346,6 +366,7 @@ impl TerminalPane {
         } else if next == 0 {
             self.scroll_to_bottom();
         }
+        self.mark_chosen();
     }
 
     pub fn scroll_to_bottom(&mut self) {
@@ -353,11 +374,13 @@ impl TerminalPane {
         if self.search.query.is_empty() {
             self.use_depth(false);
         }
+        self.mark_chosen();
     }
 
     pub fn scroll_to_top(&mut self) {
         self.use_depth(true);
         self.em().screen_mut().set_scrollback(usize::MAX);
+        self.mark_chosen();
     }
 
     /// The text on the screen now (what the pane shows).
@@ -413,6 +436,7 @@ impl TerminalPane {
                 }
                 _ => {}
             }
+            self.mark_chosen();
             return TerminalKey::Consumed;
         }
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
@@ -462,6 +486,7 @@ impl TerminalPane {
             KeyCode::End | KeyCode::Char('G') => self.scroll_to_bottom(),
             _ => return TerminalKey::Ignored,
         }
+        self.mark_chosen();
         TerminalKey::Consumed
     }
 
@@ -507,6 +532,10 @@ impl TerminalPane {
         }
         if self.scroll() > 0 {
             title.push_str(&format!(" · scrolled {} lines", self.scroll()));
+            let new = self.new_lines();
+            if new > 0 {
+                title.push_str(&format!(" · ↓ {new} new"));
+            }
         }
         let mut block = super::view::pane_frame(theme, format!(" {} ", title.trim()), focused);
         if self.search.editing {

@@ -325,3 +325,22 @@ fn scrolling_past_the_light_scrollback_reaches_ten_thousand_lines() {
     assert!(pane.contents().contains("line 9000"));
     assert_eq!(pane.scroll(), 0);
 }
+
+#[test]
+fn a_scrolled_up_pane_stays_where_it_is_while_output_arrives() {
+    let mut pane = TerminalPane::new(10, 40);
+    pane.begin_block(1, "python");
+    for i in 1..=100 {
+        pane.process(format!("line {i}\r\n").as_bytes());
+    }
+    pane.scroll_by(30);
+    let before = pane.screen().contents();
+    for i in 101..=105 {
+        pane.process(format!("line {i}\r\n").as_bytes());
+    }
+    let after = pane.screen().contents();
+    assert_eq!(before, after);
+    assert_eq!(pane.new_lines(), 5);
+    pane.scroll_to_bottom();
+    assert_eq!(pane.new_lines(), 0);
+}
