@@ -237,6 +237,9 @@ struct Transcript {
     at_line_start: bool,
     /// Keeps a block's live output to colours and cursor movement.
     filter: OutputFilter,
+    /// A carriage return that ended the last text delta: shown as `␍` unless a line break
+    /// follows in the next one (`\r\n` is a plain line break).
+    held_cr: bool,
 }
 
 impl Transcript {
@@ -247,6 +250,7 @@ impl Transcript {
             message: String::new(),
             at_line_start: true,
             filter: OutputFilter::new(),
+            held_cr: false,
         }
     }
 
@@ -260,7 +264,24 @@ impl Transcript {
         self.at_line_start = text.ends_with('\n');
     }
 
+    /// A text delta as shown: control characters visible, and a carriage return at its end
+    /// held back until the next delta tells whether it begins a `\r\n`.
+    fn delta(&mut self, text: &str) -> String {
+        let mut text = text.to_string();
+        if std::mem::take(&mut self.held_cr) {
+            text.insert(0, '\r');
+        }
+        if text.ends_with('\r') {
+            text.pop();
+            self.held_cr = true;
+        }
+        visible(&text)
+    }
+
     fn line_break(&mut self) {
+        if std::mem::take(&mut self.held_cr) {
+            self.print(&visible("\r"));
+        }
         if !self.at_line_start {
             self.print("\n");
         }
@@ -282,7 +303,8 @@ impl Transcript {
             Event::RequestStarted { .. } => self.message.clear(),
             Event::AssistantDelta { text } => {
                 self.message.push_str(text);
-                self.print(&visible(text));
+                let shown = self.delta(text);
+                self.print(&shown);
             }
             Event::AssistantMessage { .. } => self.line_break(),
             Event::BlockProposed { block, index, of } => {
@@ -442,6 +464,21 @@ mod tests {
         assert!(
             shown.contains("⚠ this block holds invisible or bidirectional"),
             "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_line_break_split_across_deltas_is_a_line_break_and_a_lone_cr_is_shown() {
+        let mut out = Transcript::new(false);
+        let shown: String = ["one\r", "\ntwo\r", "three\x1b]0;t\x07"]
+            .iter()
+            .map(|d| out.delta(d))
+            .collect();
+        assert_eq!(shown, "one\ntwo␍three␛]0;t␇");
+        assert_eq!(out.delta("four\r"), "four");
+        assert!(
+            out.held_cr,
+            "the last CR waits for the next delta or the end"
         );
     }
 }
