@@ -11,8 +11,9 @@
 //! - [`json_safe`] makes a line of JSON safe to print without changing its value: DEL, C1
 //!   and invisible characters (which JSON does not escape) become `\uXXXX` escapes.
 //! - [`OutputFilter`] is for a block's *live output* in headless mode: it is the program's
-//!   own output, so colours (SGR) and cursor movement (progress bars need CR, cursor-up and
-//!   erase-line) pass. What could do more than paint the screen is dropped: every OSC
+//!   own output, so colours (SGR), cursor movement (progress bars need CR, cursor-up and
+//!   erase-line), showing and hiding the cursor, and the plain controls (LF, CR, tab,
+//!   backspace, BEL) pass. What could do more than paint the screen is dropped: every OSC
 //!   (clipboard writes with OSC 52, window titles with OSC 0/2, hyperlinks, colour
 //!   queries), DCS (DECRQSS, sixel, tmux passthrough), APC, PM and SOS string; CSI
 //!   sequences that make the terminal answer into standard input (device status `n`,
