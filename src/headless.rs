@@ -426,7 +426,12 @@ fn of_count(index: usize, of: usize) -> String {
 /// numbered with control, invisible and bidirectional characters shown visibly, and a
 /// warning for each kind of such character.
 fn shown_block(id: u64, language: &str, code: &str) -> String {
-    let lines: Vec<&str> = code.split('\n').collect();
+    // A final line break ends the last line; it does not start another.
+    let lines: Vec<&str> = code
+        .strip_suffix('\n')
+        .unwrap_or(code)
+        .split('\n')
+        .collect();
     let count = lines.len();
     let width = count.to_string().len();
     let plural = if count == 1 { "line" } else { "lines" };
@@ -465,6 +470,14 @@ mod tests {
             shown.contains("⚠ this block holds invisible or bidirectional"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn a_final_line_break_is_not_a_line_of_its_own() {
+        let shown = shown_block(2, "shell", "ls\n");
+        assert!(shown.contains("shell block 2 · 1 line\n"), "{shown}");
+        assert!(!shown.contains("│ 2 │"), "{shown}");
+        assert!(shown_block(3, "shell", "").contains("· 1 line"));
     }
 
     #[test]
