@@ -12,6 +12,7 @@ use crate::config::Settings;
 use crate::engine::{self, Approval};
 use crate::exec::{Language, RunResult, RunStatus};
 use crate::protocol::{Decision, Event, Op, ProposedBlock, TurnEnd};
+use crate::safe_text::{self, OutputFilter, visible};
 use crate::shutdown;
 use crate::term::{self, KeyPump};
 
@@ -34,7 +35,7 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
         }
     };
     match crate::sessions::attach(&mut config, &settings, resume) {
-        Ok(Some(notice)) => eprintln!("oi-tui: {notice}"),
+        Ok(Some(notice)) => eprintln!("oi-tui: {}", visible(&notice)),
         Ok(None) => {}
         Err(message) => {
             eprintln!("oi-tui: {message}");
@@ -155,6 +156,7 @@ async fn ask(block: &ProposedBlock, keys: &mut KeyPump) -> Decision {
     let language = block.language.map_or("", Language::name).to_string();
     let original = block.code.clone();
     let mut code = original.clone();
+    eprint!("{}", shown_block(block.id, &language, &code));
     loop {
         eprint!("Run this {language} block? [y/n/e] ");
         let _ = std::io::stderr().flush();
@@ -185,11 +187,9 @@ async fn ask(block: &ProposedBlock, keys: &mut KeyPump) -> Decision {
                     Ok(Ok(new)) => {
                         code = new;
                         eprintln!("The block now reads:");
-                        for line in code.lines() {
-                            eprintln!("│ {line}");
-                        }
+                        eprint!("{}", shown_block(block.id, &language, &code));
                     }
-                    Ok(Err(message)) => eprintln!("oi-tui: {message}"),
+                    Ok(Err(message)) => eprintln!("oi-tui: {}", visible(&message)),
                     Err(e) => eprintln!("oi-tui: the editor could not run: {e}"),
                 }
             }
@@ -235,6 +235,11 @@ struct Transcript {
     /// was already printed with it.
     message: String,
     at_line_start: bool,
+    /// Keeps a block's live output to colours and cursor movement.
+    filter: OutputFilter,
+    /// A carriage return that ended the last text delta: shown as `␍` unless a line break
+    /// follows in the next one (`\r\n` is a plain line break).
+    held_cr: bool,
 }
 
 impl Transcript {
@@ -244,6 +249,8 @@ impl Transcript {
             raw_output: std::io::stdout().is_terminal(),
             message: String::new(),
             at_line_start: true,
+            filter: OutputFilter::new(),
+            held_cr: false,
         }
     }
 
@@ -257,7 +264,24 @@ impl Transcript {
         self.at_line_start = text.ends_with('\n');
     }
 
+    /// A text delta as shown: control characters visible, and a carriage return at its end
+    /// held back until the next delta tells whether it begins a `\r\n`.
+    fn delta(&mut self, text: &str) -> String {
+        let mut text = text.to_string();
+        if std::mem::take(&mut self.held_cr) {
+            text.insert(0, '\r');
+        }
+        if text.ends_with('\r') {
+            text.pop();
+            self.held_cr = true;
+        }
+        visible(&text)
+    }
+
     fn line_break(&mut self) {
+        if std::mem::take(&mut self.held_cr) {
+            self.print(&visible("\r"));
+        }
         if !self.at_line_start {
             self.print("\n");
         }
@@ -266,7 +290,7 @@ impl Transcript {
     fn event(&mut self, event: &Event) {
         if self.json {
             if let Ok(line) = serde_json::to_string(event) {
-                println!("{line}");
+                println!("{}", safe_text::json_safe(&line));
             }
             return;
         }
@@ -279,7 +303,8 @@ impl Transcript {
             Event::RequestStarted { .. } => self.message.clear(),
             Event::AssistantDelta { text } => {
                 self.message.push_str(text);
-                self.print(text);
+                let shown = self.delta(text);
+                self.print(&shown);
             }
             Event::AssistantMessage { .. } => self.line_break(),
             Event::BlockProposed { block, index, of } => {
@@ -289,13 +314,14 @@ impl Transcript {
                     None => block.language_tag.as_str(),
                 };
                 let mut text = format!(
-                    "\n┌─ {name} · block {}{}\n",
+                    "\n┌─ {} · block {}{}\n",
+                    visible(name),
                     block.id,
                     of_count(*index, *of)
                 );
                 if !self.message.contains(block.code.trim()) || block.code.trim().is_empty() {
                     for line in block.code.lines() {
-                        text.push_str(&format!("│ {line}\n"));
+                        text.push_str(&format!("│ {}\n", visible(line)));
                     }
                 }
                 text.push_str("└─\n");
@@ -305,21 +331,25 @@ impl Transcript {
             Event::BlockSkipped { block_id, reason } => {
                 self.line_break();
                 let why = reason.as_deref().unwrap_or("the user skipped it");
-                self.print(&format!("⊘ block {block_id} not run: {why}\n"));
+                self.print(&format!("⊘ block {block_id} not run: {}\n", visible(why)));
             }
             Event::ExecStarted { code, edited, .. } => {
                 if *edited {
                     let mut text = String::from("(edited; runs as)\n");
                     for line in code.lines() {
-                        text.push_str(&format!("│ {line}\n"));
+                        text.push_str(&format!("│ {}\n", visible(line)));
                     }
                     self.print(&text);
                 }
             }
             Event::ExecOutput { data, .. } => {
                 if self.raw_output {
+                    let data = self.filter.filter(data);
+                    if data.is_empty() {
+                        return;
+                    }
                     let mut stdout = std::io::stdout();
-                    let _ = stdout.write_all(data);
+                    let _ = stdout.write_all(&data);
                     let _ = stdout.flush();
                     self.at_line_start = data.ends_with(b"\n");
                 }
@@ -331,16 +361,17 @@ impl Transcript {
                 delay_ms,
                 reason,
             } => eprintln!(
-                "oi-tui: the request failed ({reason}); retry {attempt} of {max} in {:.1} s",
+                "oi-tui: the request failed ({}); retry {attempt} of {max} in {:.1} s",
+                visible(reason),
                 *delay_ms as f64 / 1000.0
             ),
             Event::Notice { message } | Event::HistoryChanged { note: message, .. } => {
                 self.line_break();
-                eprintln!("oi-tui: {message}");
+                eprintln!("oi-tui: {}", visible(message));
             }
             Event::Error { message, .. } => {
                 self.line_break();
-                eprintln!("oi-tui: error: {message}");
+                eprintln!("oi-tui: error: {}", visible(message));
             }
             Event::TurnFinished { end } => {
                 self.line_break();
@@ -357,16 +388,20 @@ impl Transcript {
 
     fn finished(&mut self, result: &RunResult) {
         if !self.raw_output {
-            self.print(&result.output);
+            self.print(&visible(&result.output));
         }
         self.line_break();
         let mark = match result.status {
             RunStatus::Success | RunStatus::Written => "✓",
             _ => "✗",
         };
-        let mut text = format!("{mark} {} · {}\n", result.language, result.summary());
+        let mut text = format!(
+            "{mark} {} · {}\n",
+            result.language,
+            visible(&result.summary())
+        );
         for note in &result.notes {
-            text.push_str(&format!("  {note}\n"));
+            text.push_str(&format!("  {}\n", visible(note)));
         }
         self.print(&text);
     }
@@ -384,5 +419,79 @@ fn of_count(index: usize, of: usize) -> String {
         format!(" ({index} of {of})")
     } else {
         String::new()
+    }
+}
+
+/// The whole block as the person approves it: a header with its line count, every line
+/// numbered with control, invisible and bidirectional characters shown visibly, and a
+/// warning for each kind of such character.
+fn shown_block(id: u64, language: &str, code: &str) -> String {
+    // A final line break ends the last line; it does not start another.
+    let lines: Vec<&str> = code
+        .strip_suffix('\n')
+        .unwrap_or(code)
+        .split('\n')
+        .collect();
+    let count = lines.len();
+    let width = count.to_string().len();
+    let plural = if count == 1 { "line" } else { "lines" };
+    let mut text = format!("┌─ {} block {id} · {count} {plural}\n", visible(language));
+    for (i, line) in lines.iter().enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        text.push_str(&format!("│ {:>width$} │ {}\n", i + 1, visible(line)));
+    }
+    text.push_str("└─\n");
+    for warning in safe_text::warnings(code) {
+        text.push_str(&format!("⚠ this block holds {warning}\n"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_shows_every_line_numbered_and_marks_what_hides() {
+        let code = "import os; os.remove('canary')#\rprint('hello world')   \nx = '\u{202e}'";
+        let shown = shown_block(1, "python", code);
+        assert!(shown.contains("python block 1 · 2 lines"), "{shown}");
+        assert!(
+            shown.contains("│ 1 │ import os; os.remove('canary')#␍print('hello world')"),
+            "{shown}"
+        );
+        assert!(shown.contains("│ 2 │ x = '⟨U+202E⟩'"), "{shown}");
+        assert!(!shown.contains('\r') && !shown.contains('\u{202e}'));
+        assert!(
+            shown.contains("⚠ this block holds carriage returns"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("⚠ this block holds invisible or bidirectional"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_final_line_break_is_not_a_line_of_its_own() {
+        let shown = shown_block(2, "shell", "ls\n");
+        assert!(shown.contains("shell block 2 · 1 line\n"), "{shown}");
+        assert!(!shown.contains("│ 2 │"), "{shown}");
+        assert!(shown_block(3, "shell", "").contains("· 1 line"));
+    }
+
+    #[test]
+    fn a_line_break_split_across_deltas_is_a_line_break_and_a_lone_cr_is_shown() {
+        let mut out = Transcript::new(false);
+        let shown: String = ["one\r", "\ntwo\r", "three\x1b]0;t\x07"]
+            .iter()
+            .map(|d| out.delta(d))
+            .collect();
+        assert_eq!(shown, "one\ntwo␍three␛]0;t␇");
+        assert_eq!(out.delta("four\r"), "four");
+        assert!(
+            out.held_cr,
+            "the last CR waits for the next delta or the end"
+        );
     }
 }

@@ -87,14 +87,14 @@ async fn configured(settings: &Settings, provider: ProviderKind) -> i32 {
         }
         Ok(models) => {
             for m in models {
-                println!("{provider}/{}", m.id);
+                println!("{provider}/{}", crate::safe_text::visible_line(&m.id));
             }
             0
         }
         Err(e) => {
             eprintln!(
                 "oi-tui: {}",
-                e.message.replace("for model `(listing)` ", "")
+                crate::safe_text::visible(&e.message.replace("for model `(listing)` ", ""))
             );
             1
         }
@@ -130,7 +130,10 @@ async fn probe() -> i32 {
         if let Ok(models) = result {
             for m in models {
                 found += 1;
-                println!("{provider}/{:<40} ({name} at {base})", m.id);
+                println!(
+                    "{provider}/{:<40} ({name} at {base})",
+                    crate::safe_text::visible_line(&m.id)
+                );
             }
             if models.is_empty() {
                 println!("({name} at {base} answers but offers no models)");

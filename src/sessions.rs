@@ -1,5 +1,12 @@
 //! Sessions for the faces: attaching the store to an engine (recording, resuming), and the
 //! `oi-tui sessions ...` commands.
+//!
+//! The store keeps what the model and the blocks wrote, byte for byte; these commands never
+//! print it raw. Tables, transcripts and search hits show control, invisible and
+//! bidirectional characters visibly (`␛`, `␍`, `⟨U+202E⟩`). A Markdown export is made the
+//! same way whether it goes to a terminal or to a file, because a Markdown file is read by
+//! `cat`, pagers and previewers that would obey escape sequences; the exact text stays in
+//! the store and in the JSON export, where every such character is an escape (`\u001b`).
 
 use std::sync::Arc;
 
@@ -8,6 +15,7 @@ use clap::{Args, Subcommand};
 use crate::config::Settings;
 use crate::engine::EngineConfig;
 use crate::protocol::Event;
+use crate::safe_text::{json_safe, visible, visible_line};
 use crate::store::{Recorder, Redactor, Store, format_time};
 
 #[derive(Debug, Args)]
@@ -133,7 +141,7 @@ fn command(store: &Store, command: SessionsCommand) -> Result<(), String> {
             if json {
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
+                    json_safe(&serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?)
                 );
             } else if rows.is_empty() {
                 println!("No sessions yet.");
@@ -143,9 +151,9 @@ fn command(store: &Store, command: SessionsCommand) -> Result<(), String> {
                         "{}  {}  {:<40}  {}  {}  ran {} · skipped {}",
                         r.id,
                         format_time(r.updated_at),
-                        clip(&r.title, 40),
-                        r.model,
-                        r.cwd,
+                        clip(&visible_line(&r.title), 40),
+                        visible_line(&r.model),
+                        visible_line(&r.cwd),
                         r.blocks_run,
                         r.blocks_skipped
                     );
@@ -154,22 +162,22 @@ fn command(store: &Store, command: SessionsCommand) -> Result<(), String> {
         }
         SessionsCommand::Show { id } => {
             let id = store.resolve(&id).map_err(e)?;
-            print!("{}", store.export(&id).map_err(e)?.markdown());
+            print!("{}", visible(&store.export(&id).map_err(e)?.markdown()));
         }
         SessionsCommand::Search { query, limit } => {
             let query = query.join(" ");
             let hits = store.search(&query, limit).map_err(e)?;
             if hits.is_empty() {
-                println!("Nothing matches `{query}`.");
+                println!("Nothing matches `{}`.", visible_line(&query));
             }
             for h in hits {
                 println!(
                     "{}  {}  {}\n    {}: {}",
                     h.session.id,
                     format_time(h.session.updated_at),
-                    h.session.title,
-                    h.kind,
-                    h.snippet
+                    visible_line(&h.session.title),
+                    visible_line(&h.kind),
+                    visible_line(&h.snippet)
                 );
             }
         }
@@ -177,9 +185,9 @@ fn command(store: &Store, command: SessionsCommand) -> Result<(), String> {
             let id = store.resolve(&id).map_err(e)?;
             let exported = store.export(&id).map_err(e)?;
             let text = if format == "json" {
-                serde_json::to_string_pretty(&exported).map_err(|e| e.to_string())?
+                json_safe(&serde_json::to_string_pretty(&exported).map_err(|e| e.to_string())?)
             } else {
-                exported.markdown()
+                visible(&exported.markdown())
             };
             match output {
                 Some(path) => std::fs::write(&path, text)

@@ -67,7 +67,9 @@ pub(crate) fn body_message(body: &str) -> String {
 }
 
 pub(crate) fn shorten(text: &str, max: usize) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // A server's words: control characters are shown, never sent to a terminal.
+    let one_line =
+        crate::safe_text::visible(&text.split_whitespace().collect::<Vec<_>>().join(" "));
     if one_line.chars().count() <= max {
         one_line
     } else {
@@ -92,5 +94,9 @@ mod tests {
         );
         assert_eq!(body_message("plain\n  text"), "plain text");
         assert_eq!(body_message(&"x".repeat(400)).chars().count(), 301);
+        assert_eq!(
+            body_message("{\"error\":\"bad \\u001b]52;c;aGk=\\u0007 key\"}"),
+            "bad ␛]52;c;aGk=␇ key"
+        );
     }
 }

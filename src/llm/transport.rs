@@ -276,8 +276,10 @@ pub(crate) fn stream_error(config: &ProviderConfig, what: &str) -> LlmError {
     LlmError::new(
         LlmErrorKind::Stream,
         format!(
-            "the stream from {} broke: {what}; the reply so far was kept.",
-            where_(config)
+            "the stream from {} broke: {}; the reply so far was kept.",
+            where_(config),
+            // Often a server's own words: control characters are shown, never obeyed.
+            crate::safe_text::visible(what)
         ),
     )
 }

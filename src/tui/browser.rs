@@ -126,7 +126,7 @@ fn answer(store: &Store, request: Request) -> Reply {
             .rename(&id, &title)
             .map(|()| Reply::Done(format!("renamed session {id}"))),
         Request::Export { id, path } => store.export(&id).and_then(|e| {
-            std::fs::write(&path, e.markdown())
+            std::fs::write(&path, crate::safe_text::visible(&e.markdown()))
                 .map(|()| Reply::Done(format!("exported {id} to {}", path.display())))
                 .map_err(|source| crate::store::StoreError::Io {
                     path: path.clone(),

@@ -41,22 +41,9 @@ pub fn ready() -> bool {
     LOADED.get().is_some()
 }
 
-/// Replaces control characters with visible symbols, so that nothing from a model or a
-/// program's text is ever written raw to the terminal. Tabs become four spaces.
-pub fn visible(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\t' => out.push_str("    "),
-            '\n' => out.push('\n'),
-            c if (c as u32) < 0x20 => out.push(char::from_u32(0x2400 + c as u32).unwrap_or('?')),
-            '\u{7f}' => out.push('\u{2421}'),
-            c if ('\u{80}'..'\u{a0}').contains(&c) => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Control, invisible and bidirectional characters shown visibly: one implementation for
+/// every face, in [`crate::safe_text`].
+pub use crate::safe_text::visible;
 
 /// The code as styled lines, or plain lines when highlighting is not ready or the language
 /// is unknown.
@@ -207,15 +194,6 @@ fn syntax_token(language: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn control_characters_become_visible() {
-        assert_eq!(
-            visible("a\x1b[31mb\x07\tc\x7f"),
-            "a\u{241b}[31mb\u{2407}    c\u{2421}"
-        );
-        assert_eq!(visible("ok\n"), "ok\n");
-    }
 
     #[test]
     fn code_highlights_once_loaded_and_long_lines_stay_plain() {

@@ -384,7 +384,7 @@ fn export(
         }
         Some(Err(_)) | None => fallback,
     };
-    match std::fs::write(path, text) {
+    match std::fs::write(path, crate::safe_text::visible(&text)) {
         Ok(()) => format!("exported the conversation to {}", path.display()),
         Err(e) => format!("cannot write {}: {e}", path.display()),
     }
