@@ -42,6 +42,8 @@ pub struct FileSettings {
     pub theme: Option<String>,
     /// Key bindings: action -> key (`run = "y"`, `quit = "ctrl-q"`).
     pub keys: Option<BTreeMap<String, String>>,
+    /// The kernels' environment (`[env]`: `inherit`, `keep`, `set`).
+    pub env: Option<crate::secrets::EnvSettings>,
 }
 
 const KEYS: &[&str] = &[
@@ -65,6 +67,7 @@ const KEYS: &[&str] = &[
     "max_retries",
     "theme",
     "keys",
+    "env",
 ];
 
 #[derive(Debug, Default)]
@@ -116,6 +119,8 @@ pub struct Settings {
     pub max_retries: u32,
     pub theme: String,
     pub keys: BTreeMap<String, String>,
+    /// The kernels' environment: what they inherit, keep and get set.
+    pub env: crate::secrets::EnvSettings,
     /// The config file read, if any.
     pub config_path: Option<PathBuf>,
     /// Things worth saying that are not errors (unknown keys).
@@ -129,6 +134,31 @@ impl Settings {
             .as_ref()
             .map(|m| m.provider)
             .or(self.provider_only)
+    }
+
+    /// The one redactor of this process: the values of its secret-named variables (see
+    /// `secrets::is_secret_name`), those `[env] set` gives secret names, and the configured
+    /// API key.
+    pub fn redactor(&self) -> crate::secrets::Redactor {
+        let configured: Vec<&str> = self.api_key.iter().map(|k| k.expose()).collect();
+        let set = self
+            .env
+            .set
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()));
+        crate::secrets::Redactor::new(crate::secrets::process_env().chain(set), &configured)
+    }
+
+    /// The environment kernels start with (the whole of it).
+    pub fn kernel_env(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        crate::secrets::kernel_env(
+            crate::secrets::process_env(),
+            &self.env,
+            self.api_key.as_ref().map(|k| k.expose()),
+        )
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect()
     }
 
     /// The engine's configuration. Fails, with what to do, when no model is configured.
@@ -185,9 +215,12 @@ impl Settings {
             kernels: crate::exec::KernelConfig {
                 cwd: self.cwd.clone(),
                 max_output: self.max_output,
+                env: self.kernel_env(),
+                clear_env: true,
                 ..crate::exec::KernelConfig::default()
             },
             data_dir: Some(self.data_dir.clone()),
+            redactor: self.redactor(),
             recorder: None,
             history: Vec::new(),
         })
@@ -327,6 +360,15 @@ pub fn load(
     if max_turns == 0 {
         return Err("max_turns = 0: give at least 1".to_string());
     }
+    let env = layers
+        .iter()
+        .rev()
+        .find_map(|s| s.env.clone())
+        .unwrap_or_default();
+    crate::secrets::env::validate(&env).map_err(|e| match &config_path {
+        Some(p) => format!("{}: {e}", p.display()),
+        None => e,
+    })?;
     if let Some(path) = &config_path
         && file.settings.api_key.is_some()
     {
@@ -380,6 +422,7 @@ pub fn load(
             .filter_map(|s| s.keys.clone())
             .flatten()
             .collect(),
+        env,
         config_path,
         warnings,
     })

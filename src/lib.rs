@@ -13,6 +13,7 @@ pub mod models;
 pub mod policy;
 pub mod protocol;
 pub mod run;
+pub mod secrets;
 pub mod sessions;
 pub mod shutdown;
 pub mod store;

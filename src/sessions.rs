@@ -50,10 +50,9 @@ pub enum SessionsCommand {
     Rename { id: String, title: Vec<String> },
 }
 
-/// The redactor for this process: `*_API_KEY` variables and the configured key.
+/// The redactor for this process (see `Settings::redactor`).
 pub fn redactor(settings: &Settings) -> Redactor {
-    let configured: Vec<&str> = settings.api_key.iter().map(|k| k.expose()).collect();
-    Redactor::new(std::env::vars(), &configured)
+    settings.redactor()
 }
 
 /// A session taken up again.
