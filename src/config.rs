@@ -141,11 +141,7 @@ impl Settings {
     /// API key.
     pub fn redactor(&self) -> crate::secrets::Redactor {
         let configured: Vec<&str> = self.api_key.iter().map(|k| k.expose()).collect();
-        let set = self
-            .env
-            .set
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()));
+        let set = self.env.set.iter().map(|(k, v)| (k.clone(), v.clone()));
         crate::secrets::Redactor::new(crate::secrets::process_env().chain(set), &configured)
     }
 

@@ -518,9 +518,9 @@ impl Engine {
         };
         let events = self.events.clone();
         // The live bytes: a secret split across chunks is caught (see `StreamRedactor`).
-        let stream = std::sync::Arc::new(std::sync::Mutex::new(crate::secrets::StreamRedactor::new(
-            self.config.redactor.clone(),
-        )));
+        let stream = std::sync::Arc::new(std::sync::Mutex::new(
+            crate::secrets::StreamRedactor::new(self.config.redactor.clone()),
+        ));
         let sink_stream = stream.clone();
         let mut sink = move |bytes: &[u8]| {
             let data = match sink_stream.lock() {

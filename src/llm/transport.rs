@@ -112,6 +112,12 @@ async fn send_with_retries(
                     .ok()
                     .and_then(Result::ok)
                     .unwrap_or_default();
+                // A server may echo the Authorization header back (in a 401 body): the key
+                // never reaches an error message.
+                let body = crate::secrets::Redactor::from_values(
+                    config.api_key.iter().map(|k| k.expose().to_string()),
+                )
+                .clean(&body);
                 let error = status_error(config, status, &body, attempt);
                 if !retryable(status) || error.kind == LlmErrorKind::ToolsUnsupported {
                     return Err(error);

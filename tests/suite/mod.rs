@@ -6,6 +6,7 @@ mod kernels;
 mod kernels_control;
 mod model_server;
 mod policy;
+mod secrets;
 mod sessions;
 mod sessions_browser;
 mod sessions_resume;
