@@ -633,4 +633,59 @@ max_turns = 3
         assert!(s.model.is_none());
         assert_eq!(s.provider(), Some(ProviderKind::Ollama));
     }
+
+    #[test]
+    fn the_env_section_is_read_and_checked() {
+        let file = "model = \"ollama/x\"\n[env]\ninherit = \"core\"\nkeep = [\"MY_TOKEN\"]\nset = { A = \"1\" }\n[profiles.bare.env]\ninherit = \"none\"\n";
+        let s = load_with(file, FlagSettings::default(), &[]).unwrap();
+        assert_eq!(s.env.inherit, crate::secrets::Inherit::Core);
+        assert_eq!(s.env.keep, ["MY_TOKEN"]);
+        assert_eq!(s.env.set.get("A").map(String::as_str), Some("1"));
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        let bare = FlagSettings {
+            profile: Some("bare".into()),
+            ..FlagSettings::default()
+        };
+        let s = load_with(file, bare, &[]).unwrap();
+        assert_eq!(s.env.inherit, crate::secrets::Inherit::None);
+        assert!(s.env.keep.is_empty());
+
+        let err =
+            load_with("[env]\ninherit = \"some\"\n", FlagSettings::default(), &[]).unwrap_err();
+        assert!(
+            err.contains("config.toml:2:") && err.contains("core"),
+            "{err}"
+        );
+        let err = load_with("[env]\nkepp = []\n", FlagSettings::default(), &[]).unwrap_err();
+        assert!(err.contains("kepp") && err.contains("keep"), "{err}");
+        let err = load_with("[env]\nkeep = \"A\"\n", FlagSettings::default(), &[]).unwrap_err();
+        assert!(err.contains("config.toml:2:"), "{err}");
+        let err =
+            load_with("[env.set]\n\"A=B\" = \"1\"\n", FlagSettings::default(), &[]).unwrap_err();
+        assert!(err.contains("not a variable name"), "{err}");
+    }
+
+    #[test]
+    fn kernels_get_a_filtered_environment_and_the_redactor_knows_the_key() {
+        let file = "model = \"openai/x\"\napi_key = \"sk-from-the-file-123\"\n[env]\nset = { DB_PASSWORD = \"set-password-123\", PLAIN = \"v\" }\n";
+        let s = load_with(file, FlagSettings::default(), &[]).unwrap();
+        let config = s.engine_config(crate::engine::Approval::Ask, true).unwrap();
+        assert!(config.kernels.clear_env);
+        let names: Vec<String> = config
+            .kernels
+            .env
+            .iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names
+                .iter()
+                .all(|n| !crate::secrets::is_secret_name(n) || n == "DB_PASSWORD")
+        );
+        assert!(names.contains(&"PLAIN".to_string()));
+        let cleaned = config
+            .redactor
+            .clean("sk-from-the-file-123 set-password-123 v");
+        assert_eq!(cleaned, "[REDACTED] [REDACTED] v");
+    }
 }

@@ -42,9 +42,11 @@ impl StreamRedactor {
         work.extend_from_slice(chunk);
         let secrets = self.redactor.secrets();
         let mut out = Vec::with_capacity(chunk.len());
-        // Where the bytes let through raw (since the last replacement) begin.
-        let mut raw_from = skip;
+        // Where the bytes let through raw (since the last replacement, the remembered tail
+        // among them) begin.
+        let mut raw_from = 0;
         let mut i = 0;
+        let mut held = false;
         while i < work.len() {
             let rest = &work[i..];
             if let Some(s) = secrets.iter().find(|s| rest.starts_with(s.as_bytes())) {
@@ -53,13 +55,19 @@ impl StreamRedactor {
                 raw_from = i;
                 continue;
             }
-            if i >= skip
-                && rest.len() >= HOLD_MIN
+            if rest.len() >= HOLD_MIN
                 && secrets
                     .iter()
                     .any(|s| s.len() > rest.len() && s.as_bytes().starts_with(rest))
             {
-                self.pending = rest.to_vec();
+                // The bytes not shown yet wait; a start already shown stays remembered.
+                let from = i.max(skip);
+                self.pending = work[from..].to_vec();
+                if i < skip {
+                    self.tail = work[..skip].to_vec();
+                    return out;
+                }
+                held = true;
                 break;
             }
             if i >= skip {
@@ -67,7 +75,7 @@ impl StreamRedactor {
             }
             i += 1;
         }
-        let end = i.min(work.len());
+        let end = if held { i } else { work.len() };
         let raw = &work[raw_from.min(end)..end];
         self.tail = raw[raw.len().saturating_sub(HOLD_MIN - 1)..].to_vec();
         out
