@@ -115,7 +115,7 @@ pub fn run(args: SessionsArgs, settings: &Settings) -> i32 {
             return 1;
         }
     };
-    match command(&store, args.command) {
+    match command(&store, args.command, &settings.redactor()) {
         Ok(()) => 0,
         Err(message) => {
             eprintln!("oi-tui: {message}");
@@ -124,7 +124,9 @@ pub fn run(args: SessionsArgs, settings: &Settings) -> i32 {
     }
 }
 
-fn command(store: &Store, command: SessionsCommand) -> Result<(), String> {
+/// Runs one command. What is printed or exported passes through `redactor` once more (for
+/// sessions written before today's secrets were known).
+fn command(store: &Store, command: SessionsCommand, redactor: &Redactor) -> Result<(), String> {
     let e = |e: crate::store::StoreError| e.to_string();
     match command {
         SessionsCommand::List { json, limit } => {
@@ -153,7 +155,10 @@ fn command(store: &Store, command: SessionsCommand) -> Result<(), String> {
         }
         SessionsCommand::Show { id } => {
             let id = store.resolve(&id).map_err(e)?;
-            print!("{}", store.export(&id).map_err(e)?.markdown());
+            print!(
+                "{}",
+                redactor.clean(&store.export(&id).map_err(e)?.markdown())
+            );
         }
         SessionsCommand::Search { query, limit } => {
             let query = query.join(" ");
@@ -180,6 +185,7 @@ fn command(store: &Store, command: SessionsCommand) -> Result<(), String> {
             } else {
                 exported.markdown()
             };
+            let text = redactor.clean(&text);
             match output {
                 Some(path) => std::fs::write(&path, text)
                     .map_err(|err| format!("cannot write {}: {err}", path.display()))?,

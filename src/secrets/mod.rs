@@ -114,12 +114,22 @@ impl Redactor {
                 *s = cleaned;
                 changed
             }
-            serde_json::Value::Array(items) => items
-                .iter_mut()
-                .fold(false, |changed, v| self.clean_tree(v) || changed),
-            serde_json::Value::Object(map) => map
-                .values_mut()
-                .fold(false, |changed, v| self.clean_tree(v) || changed),
+            // Every child is cleaned (no short circuit), then the answers are combined.
+            serde_json::Value::Array(items) => {
+                items
+                    .iter_mut()
+                    .map(|v| self.clean_tree(v))
+                    .filter(|changed| *changed)
+                    .count()
+                    > 0
+            }
+            serde_json::Value::Object(map) => {
+                map.values_mut()
+                    .map(|v| self.clean_tree(v))
+                    .filter(|changed| *changed)
+                    .count()
+                    > 0
+            }
             _ => false,
         }
     }

@@ -120,10 +120,10 @@ async fn echo_run(json: bool) {
         for line in text(&out.stdout).lines() {
             let event: serde_json::Value =
                 serde_json::from_str(line).expect("one JSON event a line");
-            if event["type"] == "exec_output" || event.get("data").is_some() {
-                if let Some(data) = event["data"].as_str() {
-                    live.push_str(data);
-                }
+            if event["event"] == "exec_output"
+                && let Some(data) = event["data"].as_str()
+            {
+                live.push_str(data);
             }
         }
         live
