@@ -66,8 +66,10 @@ impl Kernel {
         clear_env: bool,
         size: PtySize,
     ) -> io::Result<Kernel> {
+        // 0700 from the start: it holds the code of every block.
         let dir = tempfile::Builder::new()
             .prefix(&format!("oi-tui-{}-", language.name()))
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()?;
         let (driver_name, driver_source) = driver(language);
         let driver_path = dir.path().join(driver_name);
@@ -378,7 +380,7 @@ fn driver(language: Language) -> (&'static str, &'static str) {
 }
 
 /// Writes a file only its owner can read (0600): blocks and drivers hold code, which may
-/// hold secrets. (Their directory is 0700 already, as `tempfile` makes it.)
+/// hold secrets (in a 0700 directory).
 fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()

@@ -240,8 +240,18 @@ impl Kernels {
             .config
             .html_dir
             .join(format!("block-{}-{id}.html", uuid::Uuid::new_v4().simple()));
-        let written = std::fs::create_dir_all(&self.config.html_dir)
-            .and_then(|()| std::fs::write(&path, code));
+        // Private: the directory 0700 (tightened if it is more open; one that belongs to
+        // someone else cannot be, and is an error), the file 0600 and new.
+        let written = crate::secrets::private_dir(&self.config.html_dir).and_then(|_| {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .and_then(|mut f| f.write_all(code.as_bytes()))
+        });
         match written {
             Ok(()) => RunResult {
                 duration: started.elapsed(),

@@ -280,3 +280,37 @@ async fn a_401_body_echoing_the_key_is_redacted() {
         assert!(!contains(&bytes, KEY), "{} holds the key", path.display());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_files_are_private_and_a_cleared_environment_is_exactly_the_one_given() {
+    use oi_tui::exec::Language;
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+    let (kernels, dir) = super::support::kernels_with(|c| {
+        c.clear_env = true;
+        c.env = vec![
+            ("PATH".into(), path.clone().into()),
+            ("ONLY_THIS".into(), "yes".into()),
+        ];
+    });
+    let (result, _) = super::support::run(
+        &kernels,
+        Language::Shell,
+        "stat -c 'mode %a' \"$__oi_path\" \"$(dirname \"$__oi_path\")\"; echo home-$HOME; echo only-$ONLY_THIS",
+    )
+    .await;
+    let out = result.output;
+    assert!(
+        out.contains("mode 600\r\nmode 700") || out.contains("mode 600\nmode 700"),
+        "{out}"
+    );
+    assert!(
+        out.contains("home-\r\n") || out.contains("home-\n"),
+        "{out}"
+    );
+    assert!(out.contains("only-yes"), "{out}");
+
+    let (result, _) = super::support::run(&kernels, Language::Html, "<p>hi</p>").await;
+    let file = result.file.expect("an HTML file");
+    assert_eq!(mode(&file), 0o600);
+    assert_eq!(mode(&dir.path().join("html")), 0o700);
+}
