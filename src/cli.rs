@@ -130,6 +130,7 @@ impl Options {
                 max_retries: self.max_retries,
                 theme: self.theme.clone(),
                 keys: None,
+                env: None,
             },
         }
     }

@@ -42,6 +42,8 @@ pub struct FileSettings {
     pub theme: Option<String>,
     /// Key bindings: action -> key (`run = "y"`, `quit = "ctrl-q"`).
     pub keys: Option<BTreeMap<String, String>>,
+    /// The kernels' environment (`[env]`: `inherit`, `keep`, `set`).
+    pub env: Option<crate::secrets::EnvSettings>,
 }
 
 const KEYS: &[&str] = &[
@@ -65,6 +67,7 @@ const KEYS: &[&str] = &[
     "max_retries",
     "theme",
     "keys",
+    "env",
 ];
 
 #[derive(Debug, Default)]
@@ -116,6 +119,8 @@ pub struct Settings {
     pub max_retries: u32,
     pub theme: String,
     pub keys: BTreeMap<String, String>,
+    /// The kernels' environment: what they inherit, keep and get set.
+    pub env: crate::secrets::EnvSettings,
     /// The config file read, if any.
     pub config_path: Option<PathBuf>,
     /// Things worth saying that are not errors (unknown keys).
@@ -129,6 +134,27 @@ impl Settings {
             .as_ref()
             .map(|m| m.provider)
             .or(self.provider_only)
+    }
+
+    /// The one redactor of this process: the values of its secret-named variables (see
+    /// `secrets::is_secret_name`), those `[env] set` gives secret names, and the configured
+    /// API key.
+    pub fn redactor(&self) -> crate::secrets::Redactor {
+        let configured: Vec<&str> = self.api_key.iter().map(|k| k.expose()).collect();
+        let set = self.env.set.iter().map(|(k, v)| (k.clone(), v.clone()));
+        crate::secrets::Redactor::new(crate::secrets::process_env().chain(set), &configured)
+    }
+
+    /// The environment kernels start with (the whole of it).
+    pub fn kernel_env(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        crate::secrets::kernel_env(
+            crate::secrets::process_env(),
+            &self.env,
+            self.api_key.as_ref().map(|k| k.expose()),
+        )
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect()
     }
 
     /// The engine's configuration. Fails, with what to do, when no model is configured.
@@ -185,9 +211,12 @@ impl Settings {
             kernels: crate::exec::KernelConfig {
                 cwd: self.cwd.clone(),
                 max_output: self.max_output,
+                env: self.kernel_env(),
+                clear_env: true,
                 ..crate::exec::KernelConfig::default()
             },
             data_dir: Some(self.data_dir.clone()),
+            redactor: self.redactor(),
             recorder: None,
             history: Vec::new(),
         })
@@ -327,6 +356,15 @@ pub fn load(
     if max_turns == 0 {
         return Err("max_turns = 0: give at least 1".to_string());
     }
+    let env = layers
+        .iter()
+        .rev()
+        .find_map(|s| s.env.clone())
+        .unwrap_or_default();
+    crate::secrets::env::validate(&env).map_err(|e| match &config_path {
+        Some(p) => format!("{}: {e}", p.display()),
+        None => e,
+    })?;
     if let Some(path) = &config_path
         && file.settings.api_key.is_some()
     {
@@ -380,6 +418,7 @@ pub fn load(
             .filter_map(|s| s.keys.clone())
             .flatten()
             .collect(),
+        env,
         config_path,
         warnings,
     })
@@ -593,5 +632,60 @@ max_turns = 3
         let s = load_with("model = \"ollama\"\n", FlagSettings::default(), &[]).unwrap();
         assert!(s.model.is_none());
         assert_eq!(s.provider(), Some(ProviderKind::Ollama));
+    }
+
+    #[test]
+    fn the_env_section_is_read_and_checked() {
+        let file = "model = \"ollama/x\"\n[env]\ninherit = \"core\"\nkeep = [\"MY_TOKEN\"]\nset = { A = \"1\" }\n[profiles.bare.env]\ninherit = \"none\"\n";
+        let s = load_with(file, FlagSettings::default(), &[]).unwrap();
+        assert_eq!(s.env.inherit, crate::secrets::Inherit::Core);
+        assert_eq!(s.env.keep, ["MY_TOKEN"]);
+        assert_eq!(s.env.set.get("A").map(String::as_str), Some("1"));
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        let bare = FlagSettings {
+            profile: Some("bare".into()),
+            ..FlagSettings::default()
+        };
+        let s = load_with(file, bare, &[]).unwrap();
+        assert_eq!(s.env.inherit, crate::secrets::Inherit::None);
+        assert!(s.env.keep.is_empty());
+
+        let err =
+            load_with("[env]\ninherit = \"some\"\n", FlagSettings::default(), &[]).unwrap_err();
+        assert!(
+            err.contains("config.toml:2:") && err.contains("core"),
+            "{err}"
+        );
+        let err = load_with("[env]\nkepp = []\n", FlagSettings::default(), &[]).unwrap_err();
+        assert!(err.contains("kepp") && err.contains("keep"), "{err}");
+        let err = load_with("[env]\nkeep = \"A\"\n", FlagSettings::default(), &[]).unwrap_err();
+        assert!(err.contains("config.toml:2:"), "{err}");
+        let err =
+            load_with("[env.set]\n\"A=B\" = \"1\"\n", FlagSettings::default(), &[]).unwrap_err();
+        assert!(err.contains("not a variable name"), "{err}");
+    }
+
+    #[test]
+    fn kernels_get_a_filtered_environment_and_the_redactor_knows_the_key() {
+        let file = "model = \"openai/x\"\napi_key = \"sk-from-the-file-123\"\n[env]\nset = { DB_PASSWORD = \"set-password-123\", PLAIN = \"v\" }\n";
+        let s = load_with(file, FlagSettings::default(), &[]).unwrap();
+        let config = s.engine_config(crate::engine::Approval::Ask, true).unwrap();
+        assert!(config.kernels.clear_env);
+        let names: Vec<String> = config
+            .kernels
+            .env
+            .iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names
+                .iter()
+                .all(|n| !crate::secrets::is_secret_name(n) || n == "DB_PASSWORD")
+        );
+        assert!(names.contains(&"PLAIN".to_string()));
+        let cleaned = config
+            .redactor
+            .clean("sk-from-the-file-123 set-password-123 v");
+        assert_eq!(cleaned, "[REDACTED] [REDACTED] v");
     }
 }

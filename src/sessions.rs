@@ -58,10 +58,9 @@ pub enum SessionsCommand {
     Rename { id: String, title: Vec<String> },
 }
 
-/// The redactor for this process: `*_API_KEY` variables and the configured key.
+/// The redactor for this process (see `Settings::redactor`).
 pub fn redactor(settings: &Settings) -> Redactor {
-    let configured: Vec<&str> = settings.api_key.iter().map(|k| k.expose()).collect();
-    Redactor::new(std::env::vars(), &configured)
+    settings.redactor()
 }
 
 /// A session taken up again.
@@ -124,7 +123,7 @@ pub fn run(args: SessionsArgs, settings: &Settings) -> i32 {
             return 1;
         }
     };
-    match command(&store, args.command) {
+    match command(&store, args.command, &settings.redactor()) {
         Ok(()) => 0,
         Err(message) => {
             eprintln!("oi-tui: {message}");
@@ -133,7 +132,9 @@ pub fn run(args: SessionsArgs, settings: &Settings) -> i32 {
     }
 }
 
-fn command(store: &Store, command: SessionsCommand) -> Result<(), String> {
+/// Runs one command. What is printed or exported passes through `redactor` once more (for
+/// sessions written before today's secrets were known).
+fn command(store: &Store, command: SessionsCommand, redactor: &Redactor) -> Result<(), String> {
     let e = |e: crate::store::StoreError| e.to_string();
     match command {
         SessionsCommand::List { json, limit } => {
@@ -162,7 +163,10 @@ fn command(store: &Store, command: SessionsCommand) -> Result<(), String> {
         }
         SessionsCommand::Show { id } => {
             let id = store.resolve(&id).map_err(e)?;
-            print!("{}", visible(&store.export(&id).map_err(e)?.markdown()));
+            print!(
+                "{}",
+                visible(&redactor.clean(&store.export(&id).map_err(e)?.markdown()))
+            );
         }
         SessionsCommand::Search { query, limit } => {
             let query = query.join(" ");
@@ -189,6 +193,7 @@ fn command(store: &Store, command: SessionsCommand) -> Result<(), String> {
             } else {
                 visible(&exported.markdown())
             };
+            let text = redactor.clean(&text);
             match output {
                 Some(path) => std::fs::write(&path, text)
                     .map_err(|err| format!("cannot write {}: {err}", path.display()))?,

@@ -79,6 +79,8 @@ pub struct EngineConfig {
     pub kernels: KernelConfig,
     /// Where oi-tui keeps what it learns (such as models that reject tools).
     pub data_dir: Option<PathBuf>,
+    /// Replaces secrets in every event, every request to the model and every block output.
+    pub redactor: crate::secrets::Redactor,
     /// Where the session is written as it happens, if anywhere.
     pub recorder: Option<Arc<crate::store::Recorder>>,
     /// The conversation so far, when a session is resumed.
@@ -321,6 +323,7 @@ impl Engine {
     }
 
     fn emit(&self, event: Event) {
+        let event = self.config.redactor.clean_value(event);
         if let Some(recorder) = &self.recorder {
             recorder.event(&event);
         }

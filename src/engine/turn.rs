@@ -205,8 +205,15 @@ impl Engine {
                 ),
             });
         }
+        // Nothing secret goes to the model: not a block's output that printed a key, not a
+        // `!cmd`'s, not a pasted one.
+        let redactor = &self.config.redactor;
+        let messages = messages
+            .into_iter()
+            .map(|m| redactor.clean_value(m))
+            .collect();
         ChatRequest {
-            system,
+            system: redactor.clean(&system),
             messages,
             tools: self.tools,
             max_tokens: self.config.max_tokens,
@@ -221,10 +228,13 @@ impl Engine {
     async fn stream_reply(&mut self, request: &ChatRequest) -> Streamed {
         let mut reply = Reply::default();
         let events = self.events.clone();
+        let redactor = self.config.redactor.clone();
         let mut on_event = |event: StreamEvent| {
             match &event {
                 StreamEvent::Text(text) => {
-                    let _ = events.send(Event::AssistantDelta { text: text.clone() });
+                    let _ = events.send(Event::AssistantDelta {
+                        text: redactor.clean(text),
+                    });
                 }
                 StreamEvent::Usage {
                     prompt_tokens,
@@ -245,7 +255,7 @@ impl Engine {
                         attempt: *attempt,
                         max: *max,
                         delay_ms: delay.as_millis() as u64,
-                        reason: reason.clone(),
+                        reason: redactor.clean(reason),
                     });
                 }
                 StreamEvent::ToolCall { .. } => {}
@@ -256,7 +266,7 @@ impl Engine {
                     let _ = events.send(Event::BlockDelta {
                         index,
                         language_tag: partial_string_field(arguments, "language"),
-                        code,
+                        code: redactor.clean(&code),
                     });
                 }
             }
@@ -507,11 +517,19 @@ impl Engine {
             id: Some(block_id),
         };
         let events = self.events.clone();
+        // The live bytes: a secret split across chunks is caught (see `StreamRedactor`).
+        let stream = std::sync::Arc::new(std::sync::Mutex::new(
+            crate::secrets::StreamRedactor::new(self.config.redactor.clone()),
+        ));
+        let sink_stream = stream.clone();
         let mut sink = move |bytes: &[u8]| {
-            let _ = events.send(Event::ExecOutput {
-                block_id,
-                data: bytes.to_vec(),
-            });
+            let data = match sink_stream.lock() {
+                Ok(mut s) => s.push(bytes),
+                Err(poisoned) => poisoned.into_inner().push(bytes),
+            };
+            if !data.is_empty() {
+                let _ = events.send(Event::ExecOutput { block_id, data });
+            }
         };
         let kernels = self.kernels.clone();
         let mut waiting = kernels.awaiting_input();
@@ -561,6 +579,18 @@ impl Engine {
                 waiting: false,
             });
         }
+        let held = match stream.lock() {
+            Ok(mut s) => s.finish(),
+            Err(poisoned) => poisoned.into_inner().finish(),
+        };
+        if !held.is_empty() {
+            let _ = self.events.send(Event::ExecOutput {
+                block_id,
+                data: held,
+            });
+        }
+        // The text form is whole here, so a secret split across chunks is caught too.
+        let result = self.config.redactor.clean_value(result);
         self.emit(Event::ExecFinished {
             block_id,
             result: result.clone(),

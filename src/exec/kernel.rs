@@ -63,14 +63,17 @@ impl Kernel {
         interpreter: &Interpreter,
         cwd: &Path,
         env: &[(OsString, OsString)],
+        clear_env: bool,
         size: PtySize,
     ) -> io::Result<Kernel> {
+        // 0700 from the start: it holds the code of every block.
         let dir = tempfile::Builder::new()
             .prefix(&format!("oi-tui-{}-", language.name()))
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()?;
         let (driver_name, driver_source) = driver(language);
         let driver_path = dir.path().join(driver_name);
-        std::fs::write(&driver_path, driver_source)?;
+        write_private(&driver_path, driver_source.as_bytes())?;
         let fifo_path = dir.path().join("control");
         make_fifo(&fifo_path)?;
         // Opened for reading and writing, so that opening never waits for the driver.
@@ -84,6 +87,9 @@ impl Kernel {
         cmd.arg(&driver_path);
         cmd.arg(&fifo_path);
         cmd.cwd(cwd);
+        if clear_env {
+            cmd.env_clear();
+        }
         for (key, value) in env {
             cmd.env(key, value);
         }
@@ -297,7 +303,7 @@ impl Kernel {
             .dir
             .path()
             .join(format!("block-{block_id}.{}", self.language.extension()));
-        std::fs::write(&path, code)?;
+        write_private(&path, code.as_bytes())?;
         let line = format!("{block_id} {} {}\n", self.nonce, path.display());
         self.control_fifo.write_all(line.as_bytes())?;
         Ok(path)
@@ -371,4 +377,17 @@ fn driver(language: Language) -> (&'static str, &'static str) {
         ),
         Language::Html => ("unused.html", ""),
     }
+}
+
+/// Writes a file only its owner can read (0600): blocks and drivers hold code, which may
+/// hold secrets (in a 0700 directory).
+fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(bytes)
 }

@@ -25,6 +25,9 @@ pub struct KernelConfig {
     /// Variables set for kernels on top of this process's environment (`PATH` among them,
     /// which is also where interpreters are looked for).
     pub env: Vec<(OsString, OsString)>,
+    /// Kernels get `env` alone, not this process's environment under it (the engine hands
+    /// in the whole environment, filtered of secrets).
+    pub clear_env: bool,
     /// How long a block may take to stop after SIGINT before its kernel is killed.
     pub grace: Duration,
     /// The length, in characters, past which a block's text form keeps only head and tail.
@@ -41,6 +44,7 @@ impl Default for KernelConfig {
         KernelConfig {
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
             env: Vec::new(),
+            clear_env: false,
             grace: Duration::from_secs(2),
             max_output: 4000,
             rows: 24,
@@ -208,6 +212,7 @@ impl Kernels {
             &interpreter,
             &self.config.cwd,
             &self.config.env,
+            self.config.clear_env,
             pty_size(rows, cols),
         )
         .map_err(|e| {
@@ -235,8 +240,18 @@ impl Kernels {
             .config
             .html_dir
             .join(format!("block-{}-{id}.html", uuid::Uuid::new_v4().simple()));
-        let written = std::fs::create_dir_all(&self.config.html_dir)
-            .and_then(|()| std::fs::write(&path, code));
+        // Private: the directory 0700 (tightened if it is more open; one that belongs to
+        // someone else cannot be, and is an error), the file 0600 and new.
+        let written = crate::secrets::private_dir(&self.config.html_dir).and_then(|_| {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .and_then(|mut f| f.write_all(code.as_bytes()))
+        });
         match written {
             Ok(()) => RunResult {
                 duration: started.elapsed(),

@@ -86,9 +86,17 @@ pub(crate) async fn get(
     serde_json::from_str(&text).map_err(|e| {
         stream_error(
             config,
-            &format!("the answer is not JSON ({e}): {}", shorten(&text, 120)),
+            &format!(
+                "the answer is not JSON ({e}): {}",
+                shorten(&key_redactor(config).clean(&text), 120)
+            ),
         )
     })
+}
+
+/// Replaces the configured key in what a server sent back.
+fn key_redactor(config: &ProviderConfig) -> crate::secrets::Redactor {
+    crate::secrets::Redactor::from_values(config.api_key.iter().map(|k| k.expose().to_string()))
 }
 
 async fn send_with_retries(
@@ -112,6 +120,9 @@ async fn send_with_retries(
                     .ok()
                     .and_then(Result::ok)
                     .unwrap_or_default();
+                // A server may echo the Authorization header back (in a 401 body): the key
+                // never reaches an error message.
+                let body = key_redactor(config).clean(&body);
                 let error = status_error(config, status, &body, attempt);
                 if !retryable(status) || error.kind == LlmErrorKind::ToolsUnsupported {
                     return Err(error);

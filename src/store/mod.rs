@@ -12,6 +12,7 @@ mod record;
 mod replay;
 mod schema;
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -64,11 +65,38 @@ pub struct Store {
 impl Store {
     /// Opens (creating if needed) the store in `data_dir`.
     pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
-        std::fs::create_dir_all(data_dir).map_err(|source| StoreError::Io {
+        // The directory is private (0700) and so are the store's files (0600): they hold
+        // every conversation and every output.
+        let said = crate::secrets::private_dir(data_dir).map_err(|source| StoreError::Io {
             path: data_dir.to_path_buf(),
             source,
         })?;
-        Store::open_file(&data_dir.join(FILE))
+        if let Some(said) = said {
+            eprintln!("{said}");
+        }
+        let path = data_dir.join(FILE);
+        if !path.exists() {
+            // Created empty and private, so that SQLite (which gives its -wal and -shm
+            // files the database's mode) never makes them readable by others.
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .map_err(|source| StoreError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+        }
+        for suffix in ["", "-wal", "-shm"] {
+            let file = data_dir.join(format!("{FILE}{suffix}"));
+            match crate::secrets::private_file(&file) {
+                Ok(Some(said)) => eprintln!("{said}"),
+                Ok(None) => {}
+                Err(source) => return Err(StoreError::Io { path: file, source }),
+            }
+        }
+        Store::open_file(&path)
     }
 
     pub fn open_file(path: &Path) -> Result<Store, StoreError> {

@@ -10,37 +10,7 @@ use super::{Store, now_ms};
 use crate::llm::Message;
 use crate::protocol::{BlockId, Event, TurnEnd};
 
-/// Replaces known secrets (API keys) in any text before it is stored.
-#[derive(Debug, Clone, Default)]
-pub struct Redactor {
-    secrets: Vec<String>,
-}
-
-impl Redactor {
-    /// The values of `*_API_KEY` variables in `env`, and the configured keys.
-    pub fn new(env: impl IntoIterator<Item = (String, String)>, configured: &[&str]) -> Redactor {
-        let mut secrets: Vec<String> = env
-            .into_iter()
-            .filter(|(k, _)| k.ends_with("_API_KEY"))
-            .map(|(_, v)| v)
-            .chain(configured.iter().map(|s| s.to_string()))
-            .filter(|v| v.trim().len() >= 6)
-            .collect();
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        secrets.dedup();
-        Redactor { secrets }
-    }
-
-    pub fn clean(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for secret in &self.secrets {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "[REDACTED]");
-            }
-        }
-        out
-    }
-}
+pub use crate::secrets::Redactor;
 
 #[derive(Debug)]
 enum Write {

@@ -37,6 +37,7 @@ fn config(spec: &str, base: String, dir: &std::path::Path) -> EngineConfig {
             ..KernelConfig::default()
         },
         data_dir: Some(dir.join("data")),
+        redactor: Default::default(),
         recorder: None,
         history: Vec::new(),
     }

@@ -36,6 +36,7 @@ fn config(server: Option<&ModelServer>, dir: &std::path::Path) -> EngineConfig {
             ..KernelConfig::default()
         },
         data_dir: Some(dir.join("data")),
+        redactor: Default::default(),
         recorder: None,
         history: Vec::new(),
     }

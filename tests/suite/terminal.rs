@@ -159,6 +159,7 @@ fn engine_config(server: &ModelServer, dir: &std::path::Path) -> EngineConfig {
             ..KernelConfig::default()
         },
         data_dir: Some(dir.join("data")),
+        redactor: Default::default(),
         recorder: None,
         history: Vec::new(),
     }
