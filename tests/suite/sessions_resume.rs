@@ -372,16 +372,19 @@ async fn sessions_list(dir: &std::path::Path) -> String {
 async fn starting_and_quitting_keeps_no_session() {
     let server = super::model_server::ModelServer::start(vec![]).await;
     let dir = tempfile::tempdir().unwrap();
+    // The second run takes the screen at once: the first one's status goes to a file.
+    let status = dir.path().join("first-status");
     let command = format!(
-        "{}; echo FIRST=$?; {}; echo SECOND=$?; sleep 30",
+        "{}; echo $? > '{}'; {}; echo SECOND=$?; sleep 30",
         oi_tui_command(dir.path(), &server.base("openai"), ""),
+        status.display(),
         oi_tui_command(dir.path(), &server.base("openai"), "--demo"),
     );
     let tmux = super::tmux::Tmux::start(&command, 120, 30);
     tmux.wait_for("Input").await;
     tmux.send(&["C-q"]);
-    tmux.wait_for("FIRST=0").await;
     tmux.wait_for("oi-tui demo").await;
+    assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "0");
     tmux.send(&["C-q"]);
     tmux.wait_for("SECOND=0").await;
     assert_eq!(sessions_list(dir.path()).await.trim(), "No sessions yet.");
@@ -397,9 +400,11 @@ async fn resume_shows_the_blocks_code_and_output_and_export_has_them() {
     .await;
     let dir = tempfile::tempdir().unwrap();
     let exported = dir.path().join("out.md");
+    let status = dir.path().join("first-status");
     let command = format!(
-        "{}; echo FIRST=$?; {}; sleep 30",
+        "{}; echo $? > '{}'; {}; sleep 30",
         oi_tui_command(dir.path(), &server.base("openai"), ""),
+        status.display(),
         oi_tui_command(dir.path(), &server.base("openai"), "--resume last"),
     );
     let tmux = super::tmux::Tmux::start(&command, 140, 40);
@@ -423,8 +428,9 @@ async fn resume_shows_the_blocks_code_and_output_and_export_has_them() {
         assert!(md.contains(needle), "{needle:?} in:\n{md}");
     }
     tmux.send(&["C-q"]);
-    tmux.wait_for("FIRST=0").await;
+    // The second run takes the screen at once: the first one's status is in a file.
     let screen = tmux.wait_for("Resumed session").await;
+    assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "0");
     assert!(
         screen.contains("print('resumed-' + 'output-' + str(6 * 7))"),
         "the block's code line:\n{screen}"
