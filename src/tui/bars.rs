@@ -53,7 +53,7 @@ fn panel_line(app: &App, width: usize) -> Line<'static> {
         if let Some(confirm) = p.confirm {
             let text = match confirm {
                 super::app::Confirm::Always => format!(
-                    "Run this block and every later block of this session without asking? {} or y: yes · any other key: no",
+                    "Auto-run this block and all later ones? {} or y: yes · other keys: no",
                     key(Action::Always)
                 ),
                 super::app::Confirm::Discard => {

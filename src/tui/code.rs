@@ -113,7 +113,7 @@ impl CodeView {
             s.scroll = 0;
             s.warned = true;
             return Some(format!(
-                "the block was not on screen yet ({total_lines} lines); it is now: press the key again to run it"
+                "the block was not on screen yet ({total_lines} lines): look, then press again to run"
             ));
         }
         s.warned = true;
@@ -128,7 +128,7 @@ impl CodeView {
             .rposition(|r| *r < last_row)
             .unwrap_or(first);
         Some(format!(
-            "{unseen} of {total_lines} lines were never on screen; now showing lines {}–{}: look, then press the key again to run it",
+            "{unseen} of {total_lines} lines unseen; showing {}–{}; press again to run",
             first + 1,
             last_line + 1
         ))

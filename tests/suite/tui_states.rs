@@ -343,7 +343,7 @@ fn y_first_shows_the_lines_never_on_screen() {
     assert!(app.update(key(KeyCode::Char('y'))).is_empty());
     let second = screen(&mut app, 200, 60);
     assert!(
-        second.contains("34 of 61 lines were never on screen"),
+        second.contains("34 of 61 lines unseen; showing 28–54; press again to run"),
         "{second}"
     );
     assert!(second.contains("print(54)"), "{second}");
@@ -788,4 +788,42 @@ fn ctrl_y_copies_a_blocks_whole_output_from_the_chat_and_the_terminal() {
         other => panic!("{other:?}"),
     }
     assert!(screen(&mut app, 80, 24).contains("copied the last block's output"));
+}
+
+#[test]
+fn snapshot_new_states() {
+    // `a` asks once more.
+    let mut app = fresh();
+    propose(&mut app);
+    app.update(key(KeyCode::Char('a')));
+    snapshots("confirm_always", &mut app);
+
+    // The first `y` on a block whose end was never seen.
+    let mut app = fresh();
+    let code: String = (1..=61).map(|i| format!("print({i})\n")).collect();
+    propose_code(&mut app, 1, code.trim_end());
+    screen(&mut app, 160, 48);
+    app.update(key(KeyCode::Char('y')));
+    snapshots("unseen_lines", &mut app);
+
+    // A block expanded in the chat, selected.
+    let mut app = fresh();
+    running(&mut app);
+    app.update(Msg::Engine(Event::ExecFinished {
+        block_id: 1,
+        result: result(RunStatus::Success),
+    }));
+    app.focus = Focus::Chat;
+    app.update(key(KeyCode::Up));
+    app.update(key(KeyCode::Enter));
+    snapshots("expanded_block", &mut app);
+
+    // A block waiting for keyboard input.
+    let mut app = fresh();
+    running(&mut app);
+    app.update(Msg::Engine(Event::ExecAwaitingInput {
+        block_id: 1,
+        waiting: true,
+    }));
+    snapshots("waiting_for_input", &mut app);
 }

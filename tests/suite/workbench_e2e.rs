@@ -85,7 +85,7 @@ async fn every_line_of_a_long_block_is_read_before_it_runs_and_typing_never_deci
     // Back to the decision: y first shows the lines never on screen, and runs nothing.
     escape(&tmux).await;
     tmux.send(&["y"]);
-    let screen = tmux.wait_for("were never on screen").await;
+    let screen = tmux.wait_for("lines unseen; showing").await;
     assert!(screen.contains("of 61 lines"), "{screen}");
     assert!(!screen.contains("ran ·"), "{screen}");
     // End shows line 61 itself.
