@@ -9,7 +9,7 @@ use std::io::{IsTerminal, Write};
 use tokio::sync::mpsc;
 
 use crate::config::Settings;
-use crate::engine::{self, Approval};
+use crate::engine;
 use crate::exec::{Language, RunResult, RunStatus};
 use crate::protocol::{Decision, Event, Op, ProposedBlock, TurnEnd};
 use crate::safe_text::{self, OutputFilter, visible};
@@ -18,15 +18,10 @@ use crate::term::{self, KeyPump};
 
 pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&str>) -> i32 {
     let terminal = std::io::stdin().is_terminal();
-    let approval = if settings.auto_run {
-        Approval::Auto
-    } else if terminal {
-        Approval::Ask
-    } else {
-        Approval::Deny
-    };
-    // With a terminal, keys reach running blocks (input(), passwords); without one, a block
-    // that reads sees end-of-file instead of waiting for nobody.
+    let approval = settings.approval_mode();
+    // With a terminal, keys reach running blocks (input(), passwords) and blocks can be
+    // approved; without one, a block that reads sees end-of-file instead of waiting for
+    // nobody, and a block that would ask is declined.
     let mut config = match settings.engine_config(approval, !terminal) {
         Ok(config) => config,
         Err(message) => {
@@ -307,7 +302,13 @@ impl Transcript {
                 self.print(&shown);
             }
             Event::AssistantMessage { .. } => self.line_break(),
-            Event::BlockProposed { block, index, of } => {
+            Event::BlockProposed {
+                block,
+                index,
+                of,
+                verdict,
+                gate,
+            } => {
                 self.line_break();
                 let name = match block.language {
                     Some(language) => language.name(),
@@ -325,6 +326,12 @@ impl Transcript {
                     }
                 }
                 text.push_str("└─\n");
+                if let Some(verdict) = verdict {
+                    text.push_str(&verdict_lines(verdict));
+                }
+                if let Some(gate) = gate {
+                    text.push_str(&format!("{}\n", visible(&gate_line(gate))));
+                }
                 self.print(&text);
             }
             Event::ApprovalNeeded { .. } => {}
@@ -379,7 +386,7 @@ impl Transcript {
                     TurnEnd::MaxTurns | TurnEnd::Done | TurnEnd::Error => {}
                     TurnEnd::Interrupted => eprintln!("oi-tui: interrupted"),
                     TurnEnd::Declined => eprintln!(
-                        "oi-tui: blocks were declined: nothing runs without a terminal to approve them, unless you pass -y"
+                        "oi-tui: blocks were declined: what needs approval does not run without a terminal (see --approval and -y)"
                     ),
                 }
             }
@@ -411,6 +418,30 @@ impl Transcript {
             self.line_break();
         }
     }
+}
+
+/// The policy's verdict as the transcript shows it: the class, every finding (the quoted
+/// text and its line) and the rule's reason. Shown with control characters visible.
+pub fn verdict_lines(verdict: &crate::protocol::Verdict) -> String {
+    let classes: Vec<&str> = verdict.classes.iter().map(|c| c.label()).collect();
+    let mut text = format!("⚑ {} ({})\n", verdict.highest.label(), classes.join(", "));
+    for finding in &verdict.findings {
+        text.push_str(&format!("  {}\n", visible(&finding.summary())));
+    }
+    text.push_str(&format!("  rule: {}\n", visible(&verdict.decision_reason())));
+    text
+}
+
+/// What the engine decided for a block, in one line: `→ denied: …`, `→ runs: …`.
+pub fn gate_line(gate: &crate::protocol::Gate) -> String {
+    use crate::protocol::GateAction;
+    let what = match gate.action {
+        GateAction::Run => "runs without asking",
+        GateAction::Ask => "asks",
+        GateAction::Deny => "denied",
+        GateAction::Decline => "declined (nobody can approve it here)",
+    };
+    format!("→ {what}: {}", gate.reason)
 }
 
 /// ` (2 of 3)` for one of several blocks in a reply; nothing for a reply's only block.

@@ -165,11 +165,7 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         format!("{tokens} tok")
     };
-    let approval = if app.approval.is_empty() {
-        "ask"
-    } else {
-        &app.approval
-    };
+    let approval = app.approval.name();
     let help = format!("{} help", app.keymap.label(Action::Help));
     let flash = app.flash.as_ref().map(|(m, _)| m.as_str());
     let text = status_text(

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use oi_tui::engine::{self, Approval, EngineConfig, EngineHandle};
+use oi_tui::engine::{self, EngineConfig, EngineHandle};
+use oi_tui::protocol::ApprovalMode as Approval;
 use oi_tui::exec::KernelConfig;
 use oi_tui::llm::{ModelSpec, ProviderConfig, RetryPolicy};
 use oi_tui::protocol::{Decision, Event, Op};
@@ -23,6 +24,8 @@ fn config(spec: &str, base: String, dir: &std::path::Path) -> EngineConfig {
         }),
         tools: true,
         approval: Approval::Ask,
+        unattended: false,
+        rules: Default::default(),
         system_message: None,
         custom_instructions: None,
         context_window: 32_768,
@@ -148,7 +151,7 @@ async fn the_auto_run_notice_comes_before_the_block_runs() {
     let notice = events
         .iter()
         .position(
-            |e| matches!(e, Event::Notice { message } if message.starts_with("Auto-run is on")),
+            |e| matches!(e, Event::Notice { message } if message.starts_with("Auto mode is on")),
         )
         .expect("the notice");
     let started = events
@@ -177,7 +180,7 @@ async fn the_auto_run_notice_comes_before_the_block_runs() {
         exported
             .events
             .iter()
-            .any(|e| e.message.starts_with("Auto-run is on"))
+            .any(|e| e.message.starts_with("Auto mode is on"))
     );
 }
 

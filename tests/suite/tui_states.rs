@@ -18,7 +18,8 @@ fn fresh() -> App {
         model: "openai/scripted".into(),
         api_base: "http://127.0.0.1:1/v1".into(),
         tools: true,
-        approval: "ask".into(),
+        approval: oi_tui::protocol::ApprovalMode::Ask,
+        unattended: false,
         cwd: "/home/ada/project".into(),
     }));
     app
@@ -57,6 +58,8 @@ fn propose(app: &mut App) {
         },
         index: 1,
         of: 1,
+        verdict: None,
+        gate: None,
     }));
     app.update(Msg::Engine(Event::ApprovalNeeded { block_id: 1 }));
     // The person sees it (the code pane records what was on screen).
@@ -74,6 +77,8 @@ fn propose_code(app: &mut App, id: u64, code: &str) {
         },
         index: 1,
         of: 1,
+        verdict: None,
+        gate: None,
     }));
     app.update(Msg::Engine(Event::ApprovalNeeded { block_id: id }));
 }
@@ -319,13 +324,13 @@ fn a_asks_once_more_before_auto_run() {
     // Any other key cancels.
     assert!(app.update(key(KeyCode::Char('n'))).is_empty());
     assert!(app.pending.is_some());
-    assert_ne!(app.approval, "auto-run");
+    assert_ne!(app.approval, oi_tui::protocol::ApprovalMode::Auto);
     app.update(key(KeyCode::Char('a')));
     assert_eq!(
         decision(&app.update(key(KeyCode::Char('a')))),
         Decision::RunAlways { code: None }
     );
-    assert_eq!(app.approval, "auto-run");
+    assert_eq!(app.approval, oi_tui::protocol::ApprovalMode::Auto);
 }
 
 #[test]
