@@ -706,7 +706,9 @@ max_turns = 3
     fn kernels_get_a_filtered_environment_and_the_redactor_knows_the_key() {
         let file = "model = \"openai/x\"\napi_key = \"sk-from-the-file-123\"\n[env]\nset = { DB_PASSWORD = \"set-password-123\", PLAIN = \"v\" }\n";
         let s = load_with(file, FlagSettings::default(), &[]).unwrap();
-        let config = s.engine_config(crate::protocol::ApprovalMode::Ask, true).unwrap();
+        let config = s
+            .engine_config(crate::protocol::ApprovalMode::Ask, true)
+            .unwrap();
         assert!(config.kernels.clear_env);
         let names: Vec<String> = config
             .kernels

@@ -428,7 +428,10 @@ pub fn verdict_lines(verdict: &crate::protocol::Verdict) -> String {
     for finding in &verdict.findings {
         text.push_str(&format!("  {}\n", visible(&finding.summary())));
     }
-    text.push_str(&format!("  rule: {}\n", visible(&verdict.decision_reason())));
+    text.push_str(&format!(
+        "  rule: {}\n",
+        visible(&verdict.decision_reason())
+    ));
     text
 }
 

@@ -391,7 +391,10 @@ impl App {
                 self.chat.update_block(
                     block_id,
                     BlockState::Skipped,
-                    stopped.or(reason).map(|r| short(&r, 80)).unwrap_or_default(),
+                    stopped
+                        .or(reason)
+                        .map(|r| short(&r, 80))
+                        .unwrap_or_default(),
                 );
             }
             Event::ExecStarted {

@@ -80,8 +80,55 @@ fn panel_line(app: &App, width: usize) -> Line<'static> {
                 Span::styled(" goes to it (or click the code)", app.theme.text),
             ]);
         }
+        // One line only (narrow layout): the verdict, shortened, before the keys.
+        if !app.wide
+            && let Some(text) = verdict_text(app)
+        {
+            let text = shorten(&text, (width / 2).max(12));
+            let used = text.chars().count() + 3;
+            let mut spans = vec![
+                Span::styled(text, verdict_style(app)),
+                Span::styled(" │ ", app.theme.muted),
+            ];
+            spans.extend(hint_line(app, &hints(app), width.saturating_sub(used)).spans);
+            return Line::from(spans);
+        }
     }
     hint_line(app, &hints(app), width)
+}
+
+/// The waiting block's verdict in one line: its class, the explanation with the quoted text
+/// and line, and the rule (`⚑ deletes · rm -rf build/ — deletes a directory tree (line 3) ·
+/// no rule covers every command in it`). Control characters are shown, never sent.
+pub fn verdict_text(app: &App) -> Option<String> {
+    let pending = app.pending.as_ref()?;
+    let (verdict, _) = app.verdicts.get(&pending.block.id)?;
+    let text = format!(
+        "⚑ {} · {} · {}",
+        verdict.highest.label(),
+        verdict.summary(),
+        verdict.decision_reason()
+    );
+    Some(crate::safe_text::visible_line(&text))
+}
+
+/// Read-only blocks are shown quietly; anything else as a warning.
+fn verdict_style(app: &App) -> ratatui::style::Style {
+    let quiet = app
+        .pending
+        .as_ref()
+        .and_then(|p| app.verdicts.get(&p.block.id))
+        .is_some_and(|(v, _)| v.highest == crate::protocol::RiskClass::ReadOnly);
+    if quiet {
+        app.theme.muted
+    } else {
+        app.theme.warning.add_modifier(Modifier::BOLD)
+    }
+}
+
+/// The panel's height in the wide layout: a line more for a waiting block's verdict.
+pub fn panel_height(app: &App) -> u16 {
+    if verdict_text(app).is_some() { 4 } else { 3 }
 }
 
 pub(super) fn draw_panel(frame: &mut Frame, app: &App, area: Rect, bordered: bool) {
@@ -91,7 +138,12 @@ pub(super) fn draw_panel(frame: &mut Frame, app: &App, area: Rect, bordered: boo
     } else {
         area.width
     } as usize;
-    let mut paragraph = Paragraph::new(panel_line(app, width));
+    let mut lines = Vec::new();
+    if bordered && let Some(text) = verdict_text(app) {
+        lines.push(Line::styled(shorten(&text, width), verdict_style(app)));
+    }
+    lines.push(panel_line(app, width));
+    let mut paragraph = Paragraph::new(lines);
     if bordered {
         // The decision's focus ring is the code pane's; the panel only names it.
         let title = if decision {

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use oi_tui::engine::{self, EngineConfig, EngineHandle};
-use oi_tui::protocol::ApprovalMode as Approval;
 use oi_tui::exec::KernelConfig;
 use oi_tui::llm::{ModelSpec, ProviderConfig, RetryPolicy};
+use oi_tui::protocol::ApprovalMode as Approval;
 use oi_tui::protocol::{Decision, Event, Op};
 
 use super::model_server::{ModelServer, Reply};

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use oi_tui::engine::{self, EngineConfig, EngineHandle};
-use oi_tui::protocol::ApprovalMode as Approval;
 use oi_tui::exec::KernelConfig;
 use oi_tui::llm::{ModelSpec, ProviderConfig, RetryPolicy};
+use oi_tui::protocol::ApprovalMode as Approval;
 use oi_tui::protocol::{ErrorKind, Event, Op, TurnEnd};
 
 use super::model_server::{ModelServer, Reply};

@@ -1,3 +1,4 @@
+mod approval;
 mod cli;
 mod engine_items;
 mod engine_ops;

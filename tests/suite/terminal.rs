@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oi_tui::engine::{self, EngineConfig, EngineHandle};
-use oi_tui::protocol::ApprovalMode as Approval;
 use oi_tui::exec::{Block, KernelConfig, Kernels, Language, RunStatus};
 use oi_tui::llm::{ModelSpec, ProviderConfig, RetryPolicy};
+use oi_tui::protocol::ApprovalMode as Approval;
 use oi_tui::protocol::{Event, Op};
 
 use super::model_server::{ModelServer, Reply};

@@ -12,7 +12,7 @@ use oi_tui::tui::app::{App, Effect, Focus, Msg};
 use oi_tui::tui::theme::{Depth, Theme};
 use oi_tui::tui::view;
 
-fn fresh() -> App {
+pub(super) fn fresh() -> App {
     let mut app = App::new(Theme::load("dark", Depth::None).unwrap());
     app.update(Msg::Engine(Event::SessionConfigured {
         model: "openai/scripted".into(),
@@ -590,7 +590,7 @@ fn running(app: &mut App) {
 }
 
 /// The screen as text, with the running clock made steady.
-fn screen(app: &mut App, width: u16, height: u16) -> String {
+pub(super) fn screen(app: &mut App, width: u16, height: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     let areas = view::layout(Rect::new(0, 0, width, height), app);
     app.tab_areas = areas.tab_labels.clone();
