@@ -143,11 +143,13 @@ impl Engine {
             let declined_now = proposals
                 .iter()
                 .any(|p| p.invalid.is_none() && p.gate.action == GateAction::Decline);
-            for (i, proposal) in proposals.into_iter().enumerate() {
+            for (i, mut proposal) in proposals.into_iter().enumerate() {
                 if stopped {
                     outcomes.push(self.skip(proposal, STOPPED.to_string()));
                     continue;
                 }
+                // The mode may have changed since (auto mode turned on at an earlier block).
+                proposal.gate = self.gate(&proposal.verdict);
                 self.emit(Event::BlockProposed {
                     block: proposal.block.clone(),
                     index: i + 1,
