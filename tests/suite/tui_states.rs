@@ -249,7 +249,7 @@ fn waiting_states() -> Vec<(&'static str, App)> {
 fn typing_anywhere_but_the_decision_never_decides_or_switches_a_mode() {
     for text in TYPED {
         for (name, mut app) in waiting_states() {
-            let approval = app.approval.clone();
+            let approval = app.approval;
             for c in text.chars() {
                 let effects = app.update(key(KeyCode::Char(c)));
                 assert!(
