@@ -55,7 +55,7 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
     let mut keys = terminal.then(KeyPump::start);
     let mut out = Transcript::new(json);
     let mut status = 1;
-    let mut blocks: Vec<ProposedBlock> = Vec::new();
+    let mut blocks: Vec<(ProposedBlock, Option<crate::protocol::Verdict>)> = Vec::new();
     let mut running = false;
     loop {
         let event = tokio::select! {
@@ -78,13 +78,14 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
         };
         out.event(&event);
         match event {
-            Event::BlockProposed { block, .. } => blocks.push(block),
+            Event::BlockProposed { block, verdict, .. } => blocks.push((block, verdict)),
             Event::ApprovalNeeded { block_id } => {
-                let Some(block) = blocks.iter().find(|b| b.id == block_id).cloned() else {
+                let Some((block, verdict)) = blocks.iter().find(|b| b.0.id == block_id).cloned()
+                else {
                     continue;
                 };
                 let decision = match keys.as_mut() {
-                    Some(keys) => ask(&block, keys).await,
+                    Some(keys) => ask(&block, verdict.as_ref(), keys).await,
                     None => Decision::Skip {
                         reason: Some("Nobody can answer: standard input is closed.".to_string()),
                     },
@@ -147,11 +148,19 @@ fn watch_interrupts(ops: mpsc::UnboundedSender<Op>) {
 }
 
 /// Asks on the terminal whether to run a block: y runs it, n skips it, e edits it first.
-async fn ask(block: &ProposedBlock, keys: &mut KeyPump) -> Decision {
+/// The policy's verdict is shown between the block and the question.
+async fn ask(
+    block: &ProposedBlock,
+    verdict: Option<&crate::protocol::Verdict>,
+    keys: &mut KeyPump,
+) -> Decision {
     let language = block.language.map_or("", Language::name).to_string();
     let original = block.code.clone();
     let mut code = original.clone();
     eprint!("{}", shown_block(block.id, &language, &code));
+    if let Some(verdict) = verdict {
+        eprint!("{}", verdict_lines(verdict));
+    }
     loop {
         eprint!("Run this {language} block? [y/n/e] ");
         let _ = std::io::stderr().flush();

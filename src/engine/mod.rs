@@ -4,7 +4,9 @@
 //!
 //! State machine of a turn: the user's message goes into the history; each round sends the
 //! (trimmed) history to the model and streams the reply; the reply's blocks (tool calls, or
-//! fenced blocks when tools are off) pass the approval gate one by one and run; their
+//! fenced blocks when tools are off) are judged by the policy (src/policy/: a verdict sent
+//! with `BlockProposed`), pass the approval gate one by one (a deny rule stops a block in
+//! every mode; the approval mode decides what asks) and run; their
 //! results go back into the history; the next round follows, until the model answers
 //! without code, the round limit is reached, the person interrupts, or the provider fails.
 

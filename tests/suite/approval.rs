@@ -238,3 +238,45 @@ async fn a_malformed_policy_list_is_an_error_with_line_and_column() {
     );
     assert!(server.chats().is_empty(), "nothing was sent");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_headless_prompt_shows_the_verdict_right_above_the_question() {
+    let server = ModelServer::start(vec![
+        Reply::tool("shell", "ls\nrm -rf build"),
+        Reply::text("all done"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::create_dir(dir.path().join("build")).expect("dir");
+    let command = format!(
+        "sleep 1; cd '{dir}' && XDG_CONFIG_HOME='{dir}/config' '{bin}' --task 'clean' --model openai/scripted --api-base {base} --data-dir '{dir}/data'; echo RUN-ENDED; sleep 30",
+        dir = dir.path().display(),
+        bin = env!("CARGO_BIN_EXE_oi-tui"),
+        base = server.base("openai"),
+    );
+    let tmux = super::tmux::Tmux::start(&command, 160, 50);
+    let screen = tmux.wait_for("Run this shell block? [y/n/e]").await;
+    let lines: Vec<&str> = screen.lines().collect();
+    let question = lines
+        .iter()
+        .rposition(|l| l.contains("Run this shell block?"))
+        .expect("the question");
+    let verdict = lines
+        .iter()
+        .rposition(|l| l.contains("⚑ deletes"))
+        .unwrap_or_else(|| panic!("no verdict in\n{screen}"));
+    assert!(
+        verdict < question && question - verdict <= 3,
+        "the verdict is right above the question:\n{screen}"
+    );
+    assert!(
+        lines[verdict..question]
+            .iter()
+            .any(|l| l.contains("rm -rf build — deletes a directory tree (line 2)")),
+        "{screen}"
+    );
+    assert!(screen.contains("→ asks: ask mode"), "{screen}");
+    tmux.send(&["n", "Enter"]);
+    tmux.wait_for("RUN-ENDED").await;
+    assert!(dir.path().join("build").exists());
+}
