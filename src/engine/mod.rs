@@ -11,6 +11,7 @@
 //! without code, the round limit is reached, the person interrupts, or the provider fails.
 
 mod fences;
+mod gate;
 mod history;
 mod memory;
 mod prompt;

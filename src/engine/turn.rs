@@ -6,9 +6,10 @@ use crate::llm::tool::{self, partial_string_field};
 use crate::llm::{ChatRequest, LlmError, LlmErrorKind, Message, StreamEvent, ToolCall};
 use crate::protocol::{
     ApprovalMode, BlockId, Decision, ErrorKind, Event, Gate, GateAction, Op, ProposedBlock,
-    RiskClass, RuleDecision, TurnEnd, Verdict,
+    TurnEnd, Verdict,
 };
 
+use super::gate::{declined_text, denied_text};
 use super::reply::Reply;
 use super::{Engine, fences, history, prompt, side_op};
 
@@ -39,7 +40,7 @@ struct Outcome {
     text: String,
 }
 
-const NO_APPROVAL: &str = "Not run: nobody can approve code here (oi-tui is running without a terminal and without --auto-run). Do not propose more code; say what you would run, and why, instead.";
+pub(super) const NO_APPROVAL: &str = "Not run: nobody can approve code here (oi-tui is running without a terminal and without --auto-run). Do not propose more code; say what you would run, and why, instead.";
 const AUTO_ON: &str = "Auto mode is on: the rest of this session's blocks run without asking, except those a rule denies and those that delete outside the workspace, need privileges or change the system.";
 const STOPPED: &str = "Not run: the user stopped the turn before this block.";
 
@@ -397,63 +398,6 @@ impl Engine {
         }
     }
 
-    /// The policy's verdict meets the approval mode: run, ask, deny, or (nobody to ask)
-    /// decline. A deny rule wins in every mode.
-    fn gate(&self, verdict: &Verdict) -> Gate {
-        if verdict.decision == RuleDecision::Deny {
-            return Gate {
-                action: GateAction::Deny,
-                reason: format!("{} ({})", verdict.decision_reason(), verdict.summary()),
-            };
-        }
-        let asks = match self.approval {
-            ApprovalMode::Ask => Some("ask mode: every block asks".to_string()),
-            ApprovalMode::Rules => {
-                (verdict.decision != RuleDecision::Allow).then(|| verdict.decision_reason())
-            }
-            ApprovalMode::Auto => {
-                let always_ask = [
-                    RiskClass::DeletesOutsideWorkspace,
-                    RiskClass::Privileged,
-                    RiskClass::ChangesSystem,
-                ]
-                .into_iter()
-                .find(|c| verdict.has(*c));
-                if verdict.possibly_denied {
-                    Some(verdict.decision_reason())
-                } else if let Some(class) = always_ask {
-                    Some(format!(
-                        "\"{}\" always asks, even in auto mode ({})",
-                        class.label(),
-                        verdict.summary()
-                    ))
-                } else if verdict.decision == RuleDecision::Ask && verdict.rule.is_some() {
-                    Some(verdict.decision_reason())
-                } else {
-                    None
-                }
-            }
-        };
-        match asks {
-            Some(reason) if self.config.unattended => Gate {
-                action: GateAction::Decline,
-                reason,
-            },
-            Some(reason) => Gate {
-                action: GateAction::Ask,
-                reason,
-            },
-            None if verdict.decision == RuleDecision::Allow => Gate {
-                action: GateAction::Run,
-                reason: verdict.decision_reason(),
-            },
-            None => Gate {
-                action: GateAction::Run,
-                reason: "auto mode".to_string(),
-            },
-        }
-    }
-
     pub(super) fn take_block_id(&mut self) -> BlockId {
         let id = self.next_block;
         self.next_block += 1;
@@ -728,23 +672,4 @@ fn fenced(tag: &str, code: &str) -> String {
     let longest = code.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     format!("{fence}{tag}\n{code}\n{fence}\n")
-}
-
-/// What the model hears about a block a rule denied.
-fn denied_text(gate: &Gate) -> String {
-    format!(
-        "Not run: {}. This rule is the user's and cannot be overridden; do not try another spelling of the same thing. Choose a different approach, or tell the user what you need and why.",
-        gate.reason
-    )
-}
-
-/// What the model hears about a block nobody could approve.
-fn declined_text(gate: &Gate) -> String {
-    if gate.reason.starts_with("ask mode") {
-        return NO_APPROVAL.to_string();
-    }
-    format!(
-        "Not run: it needs a person's approval ({}), and nobody can approve code here (oi-tui is running without a terminal). Do it another way that needs no approval, or say what you would run, and why, instead.",
-        gate.reason
-    )
 }
