@@ -70,6 +70,8 @@ fn frame_time() {
                 },
                 index: 1,
                 of: 1,
+                verdict: None,
+                gate: None,
             },
             2 => Event::Notice {
                 message: format!("note {i}: the model was told"),

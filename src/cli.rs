@@ -27,9 +27,15 @@ pub struct Options {
     /// With --task: print the engine's events as JSON Lines instead of the transcript.
     #[arg(long)]
     pub json: bool,
-    /// Run every proposed block without asking.
-    #[arg(short = 'y', long = "auto-run")]
+    /// Run proposed blocks without asking (= --approval auto): what a rule denies never
+    /// runs, and blocks that delete outside the workspace, need privileges or change the
+    /// system still ask.
+    #[arg(short = 'y', long = "auto-run", conflicts_with = "approval")]
     pub auto_run: bool,
+    /// When blocks run without a question: ask (every block), rules (blocks the [policy]
+    /// allow rules cover run, the rest ask) or auto (like -y).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub approval: Option<ApprovalArg>,
     /// The model, as provider/name: openai/NAME, ollama/NAME or anthropic/NAME.
     #[arg(short, long, value_name = "PROVIDER/NAME")]
     pub model: Option<String>,
@@ -131,7 +137,28 @@ impl Options {
                 theme: self.theme.clone(),
                 keys: None,
                 env: None,
+                approval: self.approval.map(ApprovalArg::mode),
+                policy: None,
             },
+        }
+    }
+}
+
+/// `--approval`'s values (the protocol's `ApprovalMode`, which knows nothing of clap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ApprovalArg {
+    Ask,
+    Rules,
+    Auto,
+}
+
+impl ApprovalArg {
+    pub fn mode(self) -> crate::protocol::ApprovalMode {
+        use crate::protocol::ApprovalMode;
+        match self {
+            ApprovalArg::Ask => ApprovalMode::Ask,
+            ApprovalArg::Rules => ApprovalMode::Rules,
+            ApprovalArg::Auto => ApprovalMode::Auto,
         }
     }
 }

@@ -44,6 +44,10 @@ pub struct FileSettings {
     pub keys: Option<BTreeMap<String, String>>,
     /// The kernels' environment (`[env]`: `inherit`, `keep`, `set`).
     pub env: Option<crate::secrets::EnvSettings>,
+    /// When blocks run without a question: `ask`, `rules` or `auto` (`--approval`).
+    pub approval: Option<crate::protocol::ApprovalMode>,
+    /// Allow / ask / deny rules (`[policy]`).
+    pub policy: Option<crate::policy::RuleLists>,
 }
 
 const KEYS: &[&str] = &[
@@ -68,6 +72,8 @@ const KEYS: &[&str] = &[
     "theme",
     "keys",
     "env",
+    "approval",
+    "policy",
 ];
 
 #[derive(Debug, Default)]
@@ -121,6 +127,10 @@ pub struct Settings {
     pub keys: BTreeMap<String, String>,
     /// The kernels' environment: what they inherit, keep and get set.
     pub env: crate::secrets::EnvSettings,
+    /// `--approval` (or `approval =`), when said; else `-y` means auto and the face decides.
+    pub approval: Option<crate::protocol::ApprovalMode>,
+    /// The `[policy]` rules of the config file and the profile in use, together.
+    pub rules: crate::policy::Rules,
     /// The config file read, if any.
     pub config_path: Option<PathBuf>,
     /// Things worth saying that are not errors (unknown keys).
@@ -157,12 +167,25 @@ impl Settings {
         .collect()
     }
 
+    /// The approval mode in force: `--approval`, else auto with `-y`, else ask.
+    pub fn approval_mode(&self) -> crate::protocol::ApprovalMode {
+        use crate::protocol::ApprovalMode;
+        match self.approval {
+            Some(mode) => mode,
+            None if self.auto_run => ApprovalMode::Auto,
+            None => ApprovalMode::Ask,
+        }
+    }
+
     /// The engine's configuration. Fails, with what to do, when no model is configured.
+    /// `unattended`: nobody can approve a block or type into one (headless without a
+    /// terminal).
     pub fn engine_config(
         &self,
-        approval: crate::engine::Approval,
-        stdin_eof: bool,
+        approval: crate::protocol::ApprovalMode,
+        unattended: bool,
     ) -> Result<crate::engine::EngineConfig, String> {
+        let stdin_eof = unattended;
         let Some(spec) = self.model.clone() else {
             let file = match &self.config_path {
                 Some(p) => p.display().to_string(),
@@ -199,6 +222,8 @@ impl Settings {
             provider: Some(provider),
             tools: self.tools,
             approval,
+            unattended,
+            rules: self.rules.clone(),
             system_message: self.system_message.clone(),
             custom_instructions: self.custom_instructions.clone(),
             context_window: self.context_window.unwrap_or(32_768),
@@ -365,6 +390,16 @@ pub fn load(
         Some(p) => format!("{}: {e}", p.display()),
         None => e,
     })?;
+    let mut rules = crate::policy::Rules::new();
+    for lists in layers.iter().filter_map(|s| s.policy.as_ref()) {
+        let errors = rules.add_lists(lists, crate::policy::RuleSource::User);
+        if let Some(e) = errors.first() {
+            return Err(match &config_path {
+                Some(p) => format!("{} [policy]: {e}", p.display()),
+                None => format!("[policy]: {e}"),
+            });
+        }
+    }
     if let Some(path) = &config_path
         && file.settings.api_key.is_some()
     {
@@ -419,6 +454,8 @@ pub fn load(
             .flatten()
             .collect(),
         env,
+        approval: layers.iter().rev().find_map(|s| s.approval),
+        rules,
         config_path,
         warnings,
     })
@@ -669,7 +706,9 @@ max_turns = 3
     fn kernels_get_a_filtered_environment_and_the_redactor_knows_the_key() {
         let file = "model = \"openai/x\"\napi_key = \"sk-from-the-file-123\"\n[env]\nset = { DB_PASSWORD = \"set-password-123\", PLAIN = \"v\" }\n";
         let s = load_with(file, FlagSettings::default(), &[]).unwrap();
-        let config = s.engine_config(crate::engine::Approval::Ask, true).unwrap();
+        let config = s
+            .engine_config(crate::protocol::ApprovalMode::Ask, true)
+            .unwrap();
         assert!(config.kernels.clear_env);
         let names: Vec<String> = config
             .kernels

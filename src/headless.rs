@@ -9,7 +9,7 @@ use std::io::{IsTerminal, Write};
 use tokio::sync::mpsc;
 
 use crate::config::Settings;
-use crate::engine::{self, Approval};
+use crate::engine;
 use crate::exec::{Language, RunResult, RunStatus};
 use crate::protocol::{Decision, Event, Op, ProposedBlock, TurnEnd};
 use crate::safe_text::{self, OutputFilter, visible};
@@ -18,15 +18,10 @@ use crate::term::{self, KeyPump};
 
 pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&str>) -> i32 {
     let terminal = std::io::stdin().is_terminal();
-    let approval = if settings.auto_run {
-        Approval::Auto
-    } else if terminal {
-        Approval::Ask
-    } else {
-        Approval::Deny
-    };
-    // With a terminal, keys reach running blocks (input(), passwords); without one, a block
-    // that reads sees end-of-file instead of waiting for nobody.
+    let approval = settings.approval_mode();
+    // With a terminal, keys reach running blocks (input(), passwords) and blocks can be
+    // approved; without one, a block that reads sees end-of-file instead of waiting for
+    // nobody, and a block that would ask is declined.
     let mut config = match settings.engine_config(approval, !terminal) {
         Ok(config) => config,
         Err(message) => {
@@ -60,7 +55,7 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
     let mut keys = terminal.then(KeyPump::start);
     let mut out = Transcript::new(json);
     let mut status = 1;
-    let mut blocks: Vec<ProposedBlock> = Vec::new();
+    let mut blocks: Vec<(ProposedBlock, Option<crate::protocol::Verdict>)> = Vec::new();
     let mut running = false;
     loop {
         let event = tokio::select! {
@@ -83,13 +78,14 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
         };
         out.event(&event);
         match event {
-            Event::BlockProposed { block, .. } => blocks.push(block),
+            Event::BlockProposed { block, verdict, .. } => blocks.push((block, verdict)),
             Event::ApprovalNeeded { block_id } => {
-                let Some(block) = blocks.iter().find(|b| b.id == block_id).cloned() else {
+                let Some((block, verdict)) = blocks.iter().find(|b| b.0.id == block_id).cloned()
+                else {
                     continue;
                 };
                 let decision = match keys.as_mut() {
-                    Some(keys) => ask(&block, keys).await,
+                    Some(keys) => ask(&block, verdict.as_ref(), keys).await,
                     None => Decision::Skip {
                         reason: Some("Nobody can answer: standard input is closed.".to_string()),
                     },
@@ -152,11 +148,19 @@ fn watch_interrupts(ops: mpsc::UnboundedSender<Op>) {
 }
 
 /// Asks on the terminal whether to run a block: y runs it, n skips it, e edits it first.
-async fn ask(block: &ProposedBlock, keys: &mut KeyPump) -> Decision {
+/// The policy's verdict is shown between the block and the question.
+async fn ask(
+    block: &ProposedBlock,
+    verdict: Option<&crate::protocol::Verdict>,
+    keys: &mut KeyPump,
+) -> Decision {
     let language = block.language.map_or("", Language::name).to_string();
     let original = block.code.clone();
     let mut code = original.clone();
     eprint!("{}", shown_block(block.id, &language, &code));
+    if let Some(verdict) = verdict {
+        eprint!("{}", verdict_lines(verdict));
+    }
     loop {
         eprint!("Run this {language} block? [y/n/e] ");
         let _ = std::io::stderr().flush();
@@ -307,7 +311,13 @@ impl Transcript {
                 self.print(&shown);
             }
             Event::AssistantMessage { .. } => self.line_break(),
-            Event::BlockProposed { block, index, of } => {
+            Event::BlockProposed {
+                block,
+                index,
+                of,
+                verdict,
+                gate,
+            } => {
                 self.line_break();
                 let name = match block.language {
                     Some(language) => language.name(),
@@ -325,6 +335,12 @@ impl Transcript {
                     }
                 }
                 text.push_str("└─\n");
+                if let Some(verdict) = verdict {
+                    text.push_str(&verdict_lines(verdict));
+                }
+                if let Some(gate) = gate {
+                    text.push_str(&format!("{}\n", visible(&gate_line(gate))));
+                }
                 self.print(&text);
             }
             Event::ApprovalNeeded { .. } => {}
@@ -379,7 +395,7 @@ impl Transcript {
                     TurnEnd::MaxTurns | TurnEnd::Done | TurnEnd::Error => {}
                     TurnEnd::Interrupted => eprintln!("oi-tui: interrupted"),
                     TurnEnd::Declined => eprintln!(
-                        "oi-tui: blocks were declined: nothing runs without a terminal to approve them, unless you pass -y"
+                        "oi-tui: blocks were declined: what needs approval does not run without a terminal (see --approval and -y)"
                     ),
                 }
             }
@@ -411,6 +427,33 @@ impl Transcript {
             self.line_break();
         }
     }
+}
+
+/// The policy's verdict as the transcript shows it: the class, every finding (the quoted
+/// text and its line) and the rule's reason. Shown with control characters visible.
+pub fn verdict_lines(verdict: &crate::protocol::Verdict) -> String {
+    let classes: Vec<&str> = verdict.classes.iter().map(|c| c.label()).collect();
+    let mut text = format!("⚑ {} ({})\n", verdict.highest.label(), classes.join(", "));
+    for finding in &verdict.findings {
+        text.push_str(&format!("  {}\n", visible(&finding.summary())));
+    }
+    text.push_str(&format!(
+        "  rule: {}\n",
+        visible(&verdict.decision_reason())
+    ));
+    text
+}
+
+/// What the engine decided for a block, in one line: `→ denied: …`, `→ runs: …`.
+pub fn gate_line(gate: &crate::protocol::Gate) -> String {
+    use crate::protocol::GateAction;
+    let what = match gate.action {
+        GateAction::Run => "runs without asking",
+        GateAction::Ask => "asks",
+        GateAction::Deny => "denied",
+        GateAction::Decline => "declined (nobody can approve it here)",
+    };
+    format!("→ {what}: {}", gate.reason)
 }
 
 /// ` (2 of 3)` for one of several blocks in a reply; nothing for a reply's only block.

@@ -5,6 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::exec::{Language, RunResult};
+pub use crate::policy::{
+    Decision as RuleDecision, Finding, RiskClass, Rule, RuleSource, SimpleCommand, Verdict,
+};
 
 /// A block's id within a session: 1, 2, 3, ...
 pub type BlockId = u64;
@@ -68,6 +71,54 @@ pub struct ProposedBlock {
     pub code: String,
 }
 
+/// When blocks run without a question. Chosen by the face (from `--approval`, `-y`), applied
+/// by the engine with the policy's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// Every block asks, with its verdict shown.
+    #[default]
+    Ask,
+    /// Blocks the rules allow run; the rest ask.
+    Rules,
+    /// Everything runs except what a rule denies and the classes "deletes outside the
+    /// workspace", "privileged" and "changes the system" (and blocks possibly denied), which
+    /// still ask.
+    Auto,
+}
+
+impl ApprovalMode {
+    /// The name on the command line and in the status bar.
+    pub fn name(self) -> &'static str {
+        match self {
+            ApprovalMode::Ask => "ask",
+            ApprovalMode::Rules => "rules",
+            ApprovalMode::Auto => "auto",
+        }
+    }
+}
+
+/// What the engine does with a proposed block before anyone is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateAction {
+    /// It runs without a question (allowed by the rules, or auto mode).
+    Run,
+    /// A person is asked (`ApprovalNeeded` follows).
+    Ask,
+    /// A rule denies it: it does not run, whatever the mode.
+    Deny,
+    /// It would ask, but nobody can approve here: it does not run.
+    Decline,
+}
+
+/// The engine's decision for a block, and why (`denied by rule "rm" in your config`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gate {
+    pub action: GateAction,
+    pub reason: String,
+}
+
 /// Why a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -105,7 +156,11 @@ pub enum Event {
         model: String,
         api_base: String,
         tools: bool,
-        approval: String,
+        approval: ApprovalMode,
+        /// Nobody can approve a block here (headless without a terminal): what would ask
+        /// is declined instead.
+        #[serde(default)]
+        unattended: bool,
         cwd: String,
     },
     /// A message the person sent earlier, in a replayed (resumed) session. The live engine
@@ -128,6 +183,12 @@ pub enum Event {
         block: ProposedBlock,
         index: usize,
         of: usize,
+        /// What the policy reads in it, before anyone is asked (absent in old records).
+        #[serde(default)]
+        verdict: Option<Verdict>,
+        /// What the engine does with it: run, ask, deny or decline, and why.
+        #[serde(default)]
+        gate: Option<Gate>,
     },
     /// The block waits for a `Decision`.
     ApprovalNeeded { block_id: BlockId },

@@ -4,11 +4,14 @@
 //!
 //! State machine of a turn: the user's message goes into the history; each round sends the
 //! (trimmed) history to the model and streams the reply; the reply's blocks (tool calls, or
-//! fenced blocks when tools are off) pass the approval gate one by one and run; their
+//! fenced blocks when tools are off) are judged by the policy (src/policy/: a verdict sent
+//! with `BlockProposed`), pass the approval gate one by one (a deny rule stops a block in
+//! every mode; the approval mode decides what asks) and run; their
 //! results go back into the history; the next round follows, until the model answers
 //! without code, the round limit is reached, the person interrupts, or the provider fails.
 
 mod fences;
+mod gate;
 mod history;
 mod memory;
 mod prompt;
@@ -24,31 +27,10 @@ use tokio::sync::mpsc;
 
 use crate::exec::{KernelConfig, Kernels, Language};
 use crate::llm::{Client, LlmError, Message, ProviderConfig};
-use crate::protocol::{BlockId, Event, Op};
+use crate::protocol::{ApprovalMode, BlockId, Event, Op};
 
 pub use fences::{Fence, all_fences, runnable_fences};
 pub use history::{estimate_tokens, fit};
-
-/// When blocks run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Approval {
-    /// Ask for each block.
-    Ask,
-    /// Run every block without asking.
-    Auto,
-    /// Run nothing: nobody is there to approve.
-    Deny,
-}
-
-impl Approval {
-    pub fn name(self) -> &'static str {
-        match self {
-            Approval::Ask => "ask",
-            Approval::Auto => "auto-run",
-            Approval::Deny => "no approval possible",
-        }
-    }
-}
 
 /// Everything the engine needs to know.
 #[derive(Debug, Clone)]
@@ -58,7 +40,13 @@ pub struct EngineConfig {
     pub provider: Option<ProviderConfig>,
     /// Offer the `execute` tool (else fenced blocks are the proposals).
     pub tools: bool,
-    pub approval: Approval,
+    /// When blocks run without a question (the policy's deny rules apply in every mode).
+    pub approval: ApprovalMode,
+    /// Nobody can approve a block (headless without a terminal): what would ask is declined,
+    /// and the model is told why.
+    pub unattended: bool,
+    /// The `[policy]` rules; the workspace root they judge deletes against is `kernels.cwd`.
+    pub rules: crate::policy::Rules,
     /// Replaces the built-in system prompt.
     pub system_message: Option<String>,
     /// Added to the system prompt.
@@ -113,7 +101,9 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
     let history = config.history.clone();
     // A resumed session's blocks keep their ids; new ones come after them.
     let next_block = recorder.as_ref().map_or(1, |r| r.first_block());
+    let policy = crate::policy::Policy::new(config.rules.clone(), config.kernels.cwd.clone());
     let engine = Engine {
+        policy,
         recorder,
         tools: config.tools,
         approval: config.approval,
@@ -140,6 +130,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
 }
 
 struct Engine {
+    policy: crate::policy::Policy,
     recorder: Option<Arc<crate::store::Recorder>>,
     config: EngineConfig,
     client: Option<Client>,
@@ -148,7 +139,7 @@ struct Engine {
     memory: memory::Memory,
     history: Vec<Message>,
     tools: bool,
-    approval: Approval,
+    approval: ApprovalMode,
     next_block: BlockId,
     events: mpsc::UnboundedSender<Event>,
     ops: mpsc::UnboundedReceiver<Op>,
@@ -227,7 +218,8 @@ impl Engine {
             model,
             api_base,
             tools: self.tools,
-            approval: self.approval.name().to_string(),
+            approval: self.approval,
+            unattended: self.config.unattended,
             cwd: self.config.kernels.cwd.display().to_string(),
         });
     }

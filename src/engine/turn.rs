@@ -4,10 +4,14 @@
 use crate::exec::{Block, Language, RunResult};
 use crate::llm::tool::{self, partial_string_field};
 use crate::llm::{ChatRequest, LlmError, LlmErrorKind, Message, StreamEvent, ToolCall};
-use crate::protocol::{BlockId, Decision, ErrorKind, Event, Op, ProposedBlock, TurnEnd};
+use crate::protocol::{
+    ApprovalMode, BlockId, Decision, ErrorKind, Event, Gate, GateAction, Op, ProposedBlock,
+    TurnEnd, Verdict,
+};
 
+use super::gate::{declined_text, denied_text};
 use super::reply::Reply;
-use super::{Approval, Engine, fences, history, prompt, side_op};
+use super::{Engine, fences, history, prompt, side_op};
 
 /// How a streamed reply ended.
 enum Streamed {
@@ -23,6 +27,10 @@ struct Proposal {
     call_id: Option<String>,
     /// Why it cannot run at all (unknown language, unreadable arguments).
     invalid: Option<String>,
+    /// What the policy reads in it.
+    verdict: Verdict,
+    /// What the engine does with it before anyone is asked.
+    gate: Gate,
 }
 
 /// What became of one proposal: the text the model gets.
@@ -32,7 +40,8 @@ struct Outcome {
     text: String,
 }
 
-const NO_APPROVAL: &str = "Not run: nobody can approve code here (oi-tui is running without a terminal and without --auto-run). Do not propose more code; say what you would run, and why, instead.";
+pub(super) const NO_APPROVAL: &str = "Not run: nobody can approve code here (oi-tui is running without a terminal and without --auto-run). Do not propose more code; say what you would run, and why, instead.";
+const AUTO_ON: &str = "Auto mode is on: the rest of this session's blocks run without asking, except those a rule denies and those that delete outside the workspace, need privileges or change the system.";
 const STOPPED: &str = "Not run: the user stopped the turn before this block.";
 
 impl Engine {
@@ -113,11 +122,17 @@ impl Engine {
             if proposals.is_empty() {
                 return self.finish(TurnEnd::Done);
             }
-            if self.approval == Approval::Deny && declined_before {
+            let all_declined = proposals
+                .iter()
+                .all(|p| p.invalid.is_none() && p.gate.action == GateAction::Decline);
+            if self.config.unattended && declined_before && all_declined {
                 // Declined once already and the model insists: nothing more can happen.
                 let outcomes = proposals
                     .into_iter()
-                    .map(|p| self.skip(p, NO_APPROVAL.to_string()))
+                    .map(|p| {
+                        let why = declined_text(&p.gate);
+                        self.skip(p, why)
+                    })
                     .collect();
                 self.record(outcomes);
                 return self.finish(TurnEnd::Declined);
@@ -126,15 +141,22 @@ impl Engine {
             let count = proposals.len();
             let mut outcomes = Vec::with_capacity(count);
             let mut stopped = false;
-            for (i, proposal) in proposals.into_iter().enumerate() {
+            let declined_now = proposals
+                .iter()
+                .any(|p| p.invalid.is_none() && p.gate.action == GateAction::Decline);
+            for (i, mut proposal) in proposals.into_iter().enumerate() {
                 if stopped {
                     outcomes.push(self.skip(proposal, STOPPED.to_string()));
                     continue;
                 }
+                // The mode may have changed since (auto mode turned on at an earlier block).
+                proposal.gate = self.gate(&proposal.verdict);
                 self.emit(Event::BlockProposed {
                     block: proposal.block.clone(),
                     index: i + 1,
                     of: count,
+                    verdict: Some(proposal.verdict.clone()),
+                    gate: Some(proposal.gate.clone()),
                 });
                 let (outcome, stop) = self.handle(proposal).await;
                 outcomes.push(outcome);
@@ -144,7 +166,7 @@ impl Engine {
             if stopped {
                 return self.finish(TurnEnd::Interrupted);
             }
-            if self.approval == Approval::Deny {
+            if declined_now {
                 declined_before = true;
             }
         }
@@ -359,6 +381,9 @@ impl Engine {
                 )
             })
         });
+        let judged_as = language.map_or(tag.as_str(), |l| l.name());
+        let verdict = self.policy.judge(judged_as, &code);
+        let gate = self.gate(&verdict);
         Proposal {
             block: ProposedBlock {
                 id,
@@ -368,6 +393,8 @@ impl Engine {
             },
             call_id,
             invalid,
+            verdict,
+            gate,
         }
     }
 
@@ -397,15 +424,24 @@ impl Engine {
         let Some(language) = proposal.block.language else {
             return (self.skip(proposal, STOPPED.to_string()), true);
         };
-        let decision = self.decide(proposal.block.id).await;
+        let decision = match proposal.gate.action {
+            GateAction::Run => Decision::Run,
+            GateAction::Ask => self.decide(proposal.block.id).await,
+            GateAction::Deny => {
+                let why = denied_text(&proposal.gate);
+                return (self.skip(proposal, why), false);
+            }
+            GateAction::Decline => {
+                let why = declined_text(&proposal.gate);
+                return (self.skip(proposal, why), false);
+            }
+        };
         let (code, edited) = match decision {
             Decision::Run => (proposal.block.code.clone(), false),
             Decision::RunAlways { code } => {
-                self.approval = Approval::Auto;
+                self.approval = ApprovalMode::Auto;
                 self.emit(Event::Notice {
-                    message:
-                        "Auto-run is on: the rest of this session's blocks run without asking."
-                            .to_string(),
+                    message: AUTO_ON.to_string(),
                 });
                 match code {
                     Some(code) => {
@@ -459,17 +495,8 @@ impl Engine {
         )
     }
 
-    /// The approval gate.
+    /// Asks the person.
     async fn decide(&mut self, block_id: BlockId) -> Decision {
-        match self.approval {
-            Approval::Auto => return Decision::Run,
-            Approval::Deny => {
-                return Decision::Skip {
-                    reason: Some(NO_APPROVAL.to_string()),
-                };
-            }
-            Approval::Ask => {}
-        }
         self.emit(Event::ApprovalNeeded { block_id });
         loop {
             if self.ops_closed {

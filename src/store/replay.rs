@@ -67,6 +67,8 @@ fn block_events(b: &StoredBlock, index: usize, of: usize, events: &mut Vec<Event
             },
             index,
             of,
+            verdict: None,
+            gate: None,
         });
     }
     match b.decision.as_str() {

@@ -125,7 +125,7 @@ pub struct App {
     pub theme: Theme,
     pub keymap: super::keymap::Keymap,
     pub model: String,
-    pub approval: String,
+    pub approval: crate::protocol::ApprovalMode,
     pub cwd: String,
     pub chat: Chat,
     /// The assistant's message while it streams.
@@ -135,6 +135,8 @@ pub struct App {
     /// A block's code while its tool call streams.
     pub streaming_code: Option<(Option<String>, String)>,
     pub proposed: HashMap<BlockId, ProposedBlock>,
+    /// The policy's verdict and the engine's decision for each proposed block.
+    pub verdicts: HashMap<BlockId, (crate::protocol::Verdict, crate::protocol::Gate)>,
     pub pending: Option<Pending>,
     /// The block shown in the code pane when none is pending: the last one proposed or run.
     pub shown_block: Option<(ProposedBlock, String)>,
@@ -195,13 +197,14 @@ impl App {
             theme,
             keymap: super::keymap::Keymap::default(),
             model: String::new(),
-            approval: String::new(),
+            approval: crate::protocol::ApprovalMode::Ask,
             cwd: String::new(),
             chat: Chat::default(),
             streaming: String::new(),
             stream_view: Default::default(),
             streaming_code: None,
             proposed: HashMap::new(),
+            verdicts: HashMap::new(),
             pending: None,
             shown_block: None,
             busy: Busy::Idle,
@@ -330,8 +333,17 @@ impl App {
                     self.chat.push(Entry::Assistant(text));
                 }
             }
-            Event::BlockProposed { block, index, of } => {
+            Event::BlockProposed {
+                block,
+                index,
+                of,
+                verdict,
+                gate,
+            } => {
                 self.streaming_code = None;
+                if let (Some(verdict), Some(gate)) = (verdict, gate) {
+                    self.verdicts.insert(block.id, (verdict, gate));
+                }
                 self.proposed.insert(block.id, block.clone());
                 self.chat.push(Entry::Block {
                     id: block.id,
@@ -370,10 +382,19 @@ impl App {
             }
             Event::BlockSkipped { block_id, reason } => {
                 self.clear_pending(block_id);
+                // A block the policy stopped says why in its own words (the rule, the text).
+                let stopped = self.verdicts.get(&block_id).and_then(|(_, gate)| {
+                    use crate::protocol::GateAction;
+                    matches!(gate.action, GateAction::Deny | GateAction::Decline)
+                        .then(|| gate.reason.clone())
+                });
                 self.chat.update_block(
                     block_id,
                     BlockState::Skipped,
-                    reason.map(|r| short(&r, 80)).unwrap_or_default(),
+                    stopped
+                        .or(reason)
+                        .map(|r| short(&r, 80))
+                        .unwrap_or_default(),
                 );
             }
             Event::ExecStarted {

@@ -47,7 +47,7 @@ pub fn hint_line(app: &App, hints: &[(String, &str)], width: usize) -> Line<'sta
 }
 
 /// What the panel says: a question, a note, or the keys that work now.
-fn panel_line(app: &App, width: usize) -> Line<'static> {
+fn panel_line(app: &App, width: usize, wide: bool) -> Line<'static> {
     if let Some(p) = &app.pending {
         let key = |a: Action| app.keymap.label(a);
         if let Some(confirm) = p.confirm {
@@ -80,8 +80,78 @@ fn panel_line(app: &App, width: usize) -> Line<'static> {
                 Span::styled(" goes to it (or click the code)", app.theme.text),
             ]);
         }
+        // One line only (narrow layout): the verdict, shortened, before the keys.
+        if !wide && let Some(text) = verdict_text(app, true) {
+            let text = shorten(&text, (width / 2).max(12));
+            let used = text.chars().count() + 3;
+            let mut spans = vec![
+                Span::styled(text, verdict_style(app)),
+                Span::styled(" │ ", app.theme.muted),
+            ];
+            spans.extend(hint_line(app, &hints(app), width.saturating_sub(used)).spans);
+            return Line::from(spans);
+        }
     }
     hint_line(app, &hints(app), width)
+}
+
+/// The waiting block's verdict in one line: its class, the explanation with the quoted text
+/// and line, and the rule (`⚑ deletes · rm -rf build/ — deletes a directory tree (line 3) ·
+/// rule: none`). Control characters are shown, never sent.
+pub fn verdict_text(app: &App, narrow: bool) -> Option<String> {
+    use crate::protocol::RuleDecision;
+    let pending = app.pending.as_ref()?;
+    let (verdict, _) = app.verdicts.get(&pending.block.id)?;
+    let rule = match &verdict.rule {
+        Some(rule) => {
+            let decision = match rule.decision {
+                RuleDecision::Allow => "allow",
+                RuleDecision::Ask => "ask",
+                RuleDecision::Deny => "deny",
+            };
+            format!("rule: {decision} \"{}\"", rule.text)
+        }
+        None if verdict.possibly_denied => "rule: possibly denied (cannot see through it)".into(),
+        None => "rule: none".into(),
+    };
+    // Narrow, the rule goes before the explanation, which is shortened first.
+    let text = if narrow {
+        format!(
+            "⚑ {} · {rule} · {}",
+            verdict.highest.label(),
+            verdict.summary()
+        )
+    } else {
+        format!(
+            "⚑ {} · {} · {rule}",
+            verdict.highest.label(),
+            verdict.summary()
+        )
+    };
+    Some(crate::safe_text::visible_line(&text))
+}
+
+/// Read-only blocks are shown quietly; anything else as a warning.
+fn verdict_style(app: &App) -> ratatui::style::Style {
+    let quiet = app
+        .pending
+        .as_ref()
+        .and_then(|p| app.verdicts.get(&p.block.id))
+        .is_some_and(|(v, _)| v.highest == crate::protocol::RiskClass::ReadOnly);
+    if quiet {
+        app.theme.muted
+    } else {
+        app.theme.warning.add_modifier(Modifier::BOLD)
+    }
+}
+
+/// The panel's height in the wide layout: a line more for a waiting block's verdict.
+pub fn panel_height(app: &App) -> u16 {
+    if verdict_text(app, false).is_some() {
+        4
+    } else {
+        3
+    }
 }
 
 pub(super) fn draw_panel(frame: &mut Frame, app: &App, area: Rect, bordered: bool) {
@@ -91,7 +161,12 @@ pub(super) fn draw_panel(frame: &mut Frame, app: &App, area: Rect, bordered: boo
     } else {
         area.width
     } as usize;
-    let mut paragraph = Paragraph::new(panel_line(app, width));
+    let mut lines = Vec::new();
+    if bordered && let Some(text) = verdict_text(app, false) {
+        lines.push(Line::styled(shorten(&text, width), verdict_style(app)));
+    }
+    lines.push(panel_line(app, width, bordered));
+    let mut paragraph = Paragraph::new(lines);
     if bordered {
         // The decision's focus ring is the code pane's; the panel only names it.
         let title = if decision {
@@ -165,11 +240,7 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         format!("{tokens} tok")
     };
-    let approval = if app.approval.is_empty() {
-        "ask"
-    } else {
-        &app.approval
-    };
+    let approval = app.approval.name();
     let help = format!("{} help", app.keymap.label(Action::Help));
     let flash = app.flash.as_ref().map(|(m, _)| m.as_str());
     let text = status_text(

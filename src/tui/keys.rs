@@ -277,7 +277,7 @@ impl App {
             (Confirm::Always, true) => {
                 let id = pending.block.id;
                 let code = pending.edited.clone();
-                self.approval = "auto-run".to_string();
+                self.approval = crate::protocol::ApprovalMode::Auto;
                 self.decided(id, Decision::RunAlways { code })
             }
             (Confirm::Always, false) => {

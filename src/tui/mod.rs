@@ -40,7 +40,7 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 
 use crate::config::Settings;
-use crate::engine::{self, Approval, EngineConfig};
+use crate::engine::{self, EngineConfig};
 use crate::protocol::Op;
 use crate::{demo, models, shutdown};
 use app::{App, Effect, Focus, Msg};
@@ -126,11 +126,7 @@ async fn engine_config(
     settings: &Settings,
     demo_mode: bool,
 ) -> Result<(EngineConfig, Option<String>), String> {
-    let approval = if settings.auto_run {
-        Approval::Auto
-    } else {
-        Approval::Ask
-    };
+    let approval = settings.approval_mode();
     let mut settings = settings.clone();
     if demo_mode {
         let base = demo::start()

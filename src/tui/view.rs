@@ -70,7 +70,7 @@ pub fn layout(area: Rect, app: &App) -> Areas {
             .constraints([
                 Constraint::Length(code_height),
                 Constraint::Min(3),
-                Constraint::Length(3),
+                Constraint::Length(super::bars::panel_height(app)),
             ])
             .split(cols[1]);
         return Areas {

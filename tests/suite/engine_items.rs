@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
-use oi_tui::engine::{self, Approval, EngineConfig, EngineHandle};
+use oi_tui::engine::{self, EngineConfig, EngineHandle};
 use oi_tui::exec::KernelConfig;
 use oi_tui::llm::{ModelSpec, ProviderConfig, RetryPolicy};
+use oi_tui::protocol::ApprovalMode as Approval;
 use oi_tui::protocol::{Decision, Event, Op};
 
 use super::model_server::{ModelServer, Reply};
@@ -23,6 +24,8 @@ fn config(spec: &str, base: String, dir: &std::path::Path) -> EngineConfig {
         }),
         tools: true,
         approval: Approval::Ask,
+        unattended: false,
+        rules: Default::default(),
         system_message: None,
         custom_instructions: None,
         context_window: 32_768,
@@ -148,7 +151,7 @@ async fn the_auto_run_notice_comes_before_the_block_runs() {
     let notice = events
         .iter()
         .position(
-            |e| matches!(e, Event::Notice { message } if message.starts_with("Auto-run is on")),
+            |e| matches!(e, Event::Notice { message } if message.starts_with("Auto mode is on")),
         )
         .expect("the notice");
     let started = events
@@ -177,7 +180,7 @@ async fn the_auto_run_notice_comes_before_the_block_runs() {
         exported
             .events
             .iter()
-            .any(|e| e.message.starts_with("Auto-run is on"))
+            .any(|e| e.message.starts_with("Auto mode is on"))
     );
 }
 
@@ -243,4 +246,70 @@ async fn a_resumed_chat_shows_what_the_person_said_not_what_the_engine_added() {
     ));
     let session = store.session(recorder.session_id()).unwrap();
     assert_eq!(session.title, "!echo ctx-$((3 + 4))");
+}
+
+/// `rules` mode with a person present: `ls` (allowed) runs without a question, `rm` asks;
+/// after "always" (auto mode), `sudo` still asks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_mode_asks_only_for_what_the_rules_do_not_allow() {
+    let server = ModelServer::start(vec![
+        Reply::tool("shell", "ls")
+            .and_tool("shell", "rm -f gone.txt")
+            .and_tool("shell", "sudo true"),
+        Reply::text("done"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("gone.txt"), "x").unwrap();
+    let mut cfg = config("openai/scripted", server.base("openai"), dir.path());
+    cfg.approval = Approval::Rules;
+    let mut rules = oi_tui::policy::Rules::new();
+    let lists = oi_tui::policy::RuleLists {
+        allow: vec!["ls".into()],
+        ..Default::default()
+    };
+    assert!(
+        rules
+            .add_lists(&lists, oi_tui::policy::RuleSource::User)
+            .is_empty()
+    );
+    cfg.rules = rules;
+    let mut h = engine::spawn(cfg).unwrap();
+    h.ops
+        .send(Op::UserMessage {
+            text: "tidy".into(),
+        })
+        .unwrap();
+    let mut asked = Vec::new();
+    let mut ran = Vec::new();
+    loop {
+        let event = next(&mut h).await;
+        match &event {
+            Event::ApprovalNeeded { block_id } => {
+                asked.push(*block_id);
+                let decision = if *block_id == 2 {
+                    Decision::RunAlways { code: None }
+                } else {
+                    Decision::Skip { reason: None }
+                };
+                h.ops
+                    .send(Op::Decision {
+                        block_id: *block_id,
+                        decision,
+                    })
+                    .unwrap();
+            }
+            Event::ExecStarted { block_id, .. } => ran.push(*block_id),
+            Event::TurnFinished { .. } => break,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        asked,
+        vec![2, 3],
+        "ls runs unasked; rm asks; sudo asks even in auto mode"
+    );
+    assert_eq!(ran, vec![1, 2]);
+    assert!(!dir.path().join("gone.txt").exists());
+    let _ = h.ops.send(Op::Shutdown);
 }

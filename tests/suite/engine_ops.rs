@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use oi_tui::engine::{self, Approval, EngineConfig, EngineHandle};
+use oi_tui::engine::{self, EngineConfig, EngineHandle};
 use oi_tui::exec::KernelConfig;
 use oi_tui::llm::{ModelSpec, ProviderConfig, RetryPolicy};
+use oi_tui::protocol::ApprovalMode as Approval;
 use oi_tui::protocol::{ErrorKind, Event, Op, TurnEnd};
 
 use super::model_server::{ModelServer, Reply};
@@ -22,6 +23,8 @@ fn config(server: Option<&ModelServer>, dir: &std::path::Path) -> EngineConfig {
         }),
         tools: true,
         approval: Approval::Auto,
+        unattended: false,
+        rules: Default::default(),
         system_message: None,
         custom_instructions: None,
         context_window: 32_768,

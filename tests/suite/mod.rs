@@ -1,3 +1,4 @@
+mod approval;
 mod cli;
 mod engine_items;
 mod engine_ops;
@@ -17,4 +18,5 @@ mod tmux;
 mod tui_e2e;
 mod tui_states;
 mod tui_stream;
+mod tui_verdict;
 mod workbench_e2e;

@@ -216,6 +216,8 @@ fn record_session(dir: &std::path::Path, title: &str, code: &str, output: &str) 
         },
         index: 1,
         of: 1,
+        verdict: None,
+        gate: None,
     });
     r.message(&Message::assistant(output, vec![]));
     r.flush();

@@ -43,6 +43,8 @@ fn proposed(id: u64, code: &str) -> Event {
         },
         index: 1,
         of: 1,
+        verdict: None,
+        gate: None,
     }
 }
 

@@ -6,9 +6,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use oi_tui::engine::{self, Approval, EngineConfig, EngineHandle};
+use oi_tui::engine::{self, EngineConfig, EngineHandle};
 use oi_tui::exec::{Block, KernelConfig, Kernels, Language, RunStatus};
 use oi_tui::llm::{ModelSpec, ProviderConfig, RetryPolicy};
+use oi_tui::protocol::ApprovalMode as Approval;
 use oi_tui::protocol::{Event, Op};
 
 use super::model_server::{ModelServer, Reply};
@@ -145,6 +146,8 @@ fn engine_config(server: &ModelServer, dir: &std::path::Path) -> EngineConfig {
         }),
         tools: true,
         approval: Approval::Auto,
+        unattended: false,
+        rules: Default::default(),
         system_message: None,
         custom_instructions: None,
         context_window: 32_768,

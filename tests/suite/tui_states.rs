@@ -12,13 +12,14 @@ use oi_tui::tui::app::{App, Effect, Focus, Msg};
 use oi_tui::tui::theme::{Depth, Theme};
 use oi_tui::tui::view;
 
-fn fresh() -> App {
+pub(super) fn fresh() -> App {
     let mut app = App::new(Theme::load("dark", Depth::None).unwrap());
     app.update(Msg::Engine(Event::SessionConfigured {
         model: "openai/scripted".into(),
         api_base: "http://127.0.0.1:1/v1".into(),
         tools: true,
-        approval: "ask".into(),
+        approval: oi_tui::protocol::ApprovalMode::Ask,
+        unattended: false,
         cwd: "/home/ada/project".into(),
     }));
     app
@@ -57,6 +58,8 @@ fn propose(app: &mut App) {
         },
         index: 1,
         of: 1,
+        verdict: None,
+        gate: None,
     }));
     app.update(Msg::Engine(Event::ApprovalNeeded { block_id: 1 }));
     // The person sees it (the code pane records what was on screen).
@@ -74,6 +77,8 @@ fn propose_code(app: &mut App, id: u64, code: &str) {
         },
         index: 1,
         of: 1,
+        verdict: None,
+        gate: None,
     }));
     app.update(Msg::Engine(Event::ApprovalNeeded { block_id: id }));
 }
@@ -244,7 +249,7 @@ fn waiting_states() -> Vec<(&'static str, App)> {
 fn typing_anywhere_but_the_decision_never_decides_or_switches_a_mode() {
     for text in TYPED {
         for (name, mut app) in waiting_states() {
-            let approval = app.approval.clone();
+            let approval = app.approval;
             for c in text.chars() {
                 let effects = app.update(key(KeyCode::Char(c)));
                 assert!(
@@ -319,13 +324,13 @@ fn a_asks_once_more_before_auto_run() {
     // Any other key cancels.
     assert!(app.update(key(KeyCode::Char('n'))).is_empty());
     assert!(app.pending.is_some());
-    assert_ne!(app.approval, "auto-run");
+    assert_ne!(app.approval, oi_tui::protocol::ApprovalMode::Auto);
     app.update(key(KeyCode::Char('a')));
     assert_eq!(
         decision(&app.update(key(KeyCode::Char('a')))),
         Decision::RunAlways { code: None }
     );
-    assert_eq!(app.approval, "auto-run");
+    assert_eq!(app.approval, oi_tui::protocol::ApprovalMode::Auto);
 }
 
 #[test]
@@ -585,7 +590,7 @@ fn running(app: &mut App) {
 }
 
 /// The screen as text, with the running clock made steady.
-fn screen(app: &mut App, width: u16, height: u16) -> String {
+pub(super) fn screen(app: &mut App, width: u16, height: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     let areas = view::layout(Rect::new(0, 0, width, height), app);
     app.tab_areas = areas.tab_labels.clone();

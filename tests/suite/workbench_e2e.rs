@@ -79,7 +79,7 @@ async fn every_line_of_a_long_block_is_read_before_it_runs_and_typing_never_deci
         .wait_for("now explain first also check the date !ls -la")
         .await;
     assert!(screen.contains("awaiting your decision"), "{screen}");
-    assert!(!screen.contains("auto-run"), "{screen}");
+    assert!(!screen.contains(" auto · "), "{screen}");
     assert!(!screen.contains("skipped"), "{screen}");
 
     // Back to the decision: y first shows the lines never on screen, and runs nothing.
@@ -126,7 +126,7 @@ async fn at_80x24_tabs_and_clicks_switch_while_a_block_waits() {
     tmux.type_text("!ls -la");
     let screen = tmux.wait_for("!ls -la").await;
     assert!(screen.contains("Code ● awaits you"), "{screen}");
-    assert!(!screen.contains("auto-run"), "{screen}");
+    assert!(!screen.contains(" auto · "), "{screen}");
 
     // A click on the Code label shows the block again.
     let row = screen.lines().next().unwrap_or("");
