@@ -169,7 +169,11 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct SandboxArgs {
     /// `status`, or the command to run after `--`.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "status | -- CMD")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "status | -- CMD"
+    )]
     pub command: Vec<std::ffi::OsString>,
 }
 

@@ -773,11 +773,19 @@ max_turns = 3
             safe_mode: true,
             ..flag
         };
-        assert!(load_with("", both, &[]).unwrap_err().contains("--safe-mode"));
         assert!(
-            load_with("[sandbox]\nmode = \"sometimes\"\n", FlagSettings::default(), &[])
+            load_with("", both, &[])
                 .unwrap_err()
-                .contains("sometimes")
+                .contains("--safe-mode")
+        );
+        assert!(
+            load_with(
+                "[sandbox]\nmode = \"sometimes\"\n",
+                FlagSettings::default(),
+                &[]
+            )
+            .unwrap_err()
+            .contains("sometimes")
         );
     }
 }

@@ -15,7 +15,10 @@ const USAGE_ERROR: i32 = 2;
 fn main() {
     // The sandbox trampoline restricts itself and becomes the kernel: no runtime, no clap.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.get(1).is_some_and(|a| a == oi_tui::sandbox::TRAMPOLINE) {
+    if args
+        .get(1)
+        .is_some_and(|a| a == oi_tui::sandbox::TRAMPOLINE)
+    {
         std::process::exit(oi_tui::sandbox::trampoline_main(&args[2..]));
     }
     let cli = Cli::parse();
@@ -129,7 +132,11 @@ fn sandbox_command(command: &[std::ffi::OsString], settings: &config::Settings) 
         }
         Some((first, [])) if first == "status" => {
             print!("{}", oi_tui::sandbox::status_text(&resolved, &settings.cwd));
-            if resolved.refusal.is_some() { CONFIG_ERROR } else { 0 }
+            if resolved.refusal.is_some() {
+                CONFIG_ERROR
+            } else {
+                0
+            }
         }
         Some(_) => {
             if let Some(refusal) = &resolved.refusal {

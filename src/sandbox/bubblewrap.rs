@@ -84,7 +84,10 @@ mod tests {
         let git = dir.path().join(".git").display().to_string();
         let bind = text.iter().position(|a| a == &root);
         let ro_git = text.iter().position(|a| a == &git);
-        assert!(bind.is_some() && ro_git.is_some() && bind < ro_git, "{text:?}");
+        assert!(
+            bind.is_some() && ro_git.is_some() && bind < ro_git,
+            "{text:?}"
+        );
         assert!(text.contains(&"--unshare-net".to_string()));
         assert_eq!(text.last().map(String::as_str), Some("--"));
         let on = prefix(&[dir.path().to_path_buf()], Network::On);
