@@ -142,12 +142,12 @@ impl Options {
                 theme: self.theme.clone(),
                 keys: None,
                 env: None,
-                sandbox: (self.sandbox.is_some() || self.network.is_some()).then(|| {
+                sandbox: (self.sandbox.is_some() || self.network.is_some()).then_some(
                     crate::sandbox::SandboxFile {
                         mode: self.sandbox,
                         network: self.network,
-                    }
-                }),
+                    },
+                ),
             },
         }
     }
