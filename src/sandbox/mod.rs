@@ -145,6 +145,23 @@ impl Resolved {
     }
 }
 
+impl Resolved {
+    /// A short form for the workbench's status bar.
+    pub fn label(&self) -> String {
+        let net = match self.settings.network {
+            Network::On => "",
+            Network::Off => ", net off",
+        };
+        match (self.settings.mode, self.backend) {
+            (SandboxMode::Off, _) => "sandbox off".to_string(),
+            (SandboxMode::ReadOnly, Some(b)) => format!("{} read-only{net}", b.name()),
+            (SandboxMode::WorkspaceWrite, Some(b)) => format!("{}{net}", b.name()),
+            (_, None) if self.refusal.is_some() => "no sandbox: blocks refused".to_string(),
+            (_, None) => "no sandbox".to_string(),
+        }
+    }
+}
+
 /// Finds the backend (once per process; `OI_TUI_SANDBOX_BACKEND` forces one).
 pub fn detect() -> Detection {
     static FOUND: OnceLock<Detection> = OnceLock::new();

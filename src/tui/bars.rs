@@ -170,13 +170,18 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         &app.approval
     };
+    let approval = if app.sandbox.is_empty() {
+        approval.to_string()
+    } else {
+        format!("{approval} · {}", app.sandbox)
+    };
     let help = format!("{} help", app.keymap.label(Action::Help));
     let flash = app.flash.as_ref().map(|(m, _)| m.as_str());
     let text = status_text(
         area.width as usize,
         &StatusParts {
             model,
-            approval,
+            approval: &approval,
             cwd: &app.cwd,
             tokens: &tokens,
             state: &state,
