@@ -48,11 +48,12 @@ fn prefix(backend: Backend) -> Vec<OsString> {
         network: Network::On,
         explicit: true,
     };
-    let mut prefix = oi_tui::sandbox::prefix(backend, settings, &std::env::temp_dir());
-    if backend == Backend::Landlock {
-        prefix[0] = env!("CARGO_BIN_EXE_oi-tui").into();
-    }
-    prefix
+    oi_tui::sandbox::prefix_with(
+        backend,
+        settings,
+        &std::env::temp_dir(),
+        std::path::Path::new(env!("CARGO_BIN_EXE_oi-tui")),
+    )
 }
 
 async fn cold_start(language: Language, code: &str, prefix: Vec<OsString>) -> Duration {

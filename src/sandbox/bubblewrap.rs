@@ -6,7 +6,10 @@
 //! `/dev` is bound from the host, not made anew (`--dev`), so that the PTY the kernel runs
 //! in keeps its `/dev/pts/N` name; no `--new-session`, because that would take the kernel
 //! away from its controlling terminal and break job control and Ctrl-C. (`TIOCSTI`, which
-//! `--new-session` guards against, is off by default on this generation of kernels.)
+//! `--new-session` guards against, is off by default on this generation of kernels.) No
+//! `--die-with-parent` either: Linux ties it to the spawning thread, not the process, so a
+//! kernel would die with whichever runtime thread happened to start it; the kernel leads its
+//! own session on the PTY and gets SIGHUP when oi-tui goes, like an unsandboxed one.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -45,7 +48,7 @@ fn find_bwrap() -> Option<PathBuf> {
 }
 
 /// `bwrap … --` for these writable roots.
-pub(super) fn prefix(roots: &[PathBuf], network: Network) -> Vec<OsString> {
+pub(super) fn prefix(roots: &[PathBuf], network: Network, exe: &Path) -> Vec<OsString> {
     let bwrap = find_bwrap().unwrap_or_else(|| PathBuf::from("bwrap"));
     let mut args: Vec<OsString> = vec![bwrap.into()];
     let mut push = |items: &[&std::ffi::OsStr]| args.extend(items.iter().map(OsString::from));
@@ -63,7 +66,16 @@ pub(super) fn prefix(roots: &[PathBuf], network: Network) -> Vec<OsString> {
     if network == Network::Off {
         push(&["--unshare-net".as_ref()]);
     }
-    push(&["--die-with-parent".as_ref(), "--".as_ref()]);
+    push(&["--".as_ref()]);
+    // Inside, the trampoline takes the terminal's foreground away from bwrap, which stays
+    // outside as the monitor: Ctrl-C and interrupts then reach the kernel alone, not bwrap
+    // (which would die of SIGINT and take the kernel with it).
+    push(&[
+        exe.as_os_str(),
+        super::TRAMPOLINE.as_ref(),
+        "--foreground".as_ref(),
+        "--".as_ref(),
+    ]);
     args
 }
 
@@ -75,7 +87,11 @@ mod tests {
     fn the_prefix_binds_roots_writable_and_git_read_only() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
         std::fs::create_dir(dir.path().join(".git")).unwrap_or_else(|e| panic!("mkdir: {e}"));
-        let args = prefix(&[dir.path().to_path_buf()], Network::Off);
+        let args = prefix(
+            &[dir.path().to_path_buf()],
+            Network::Off,
+            Path::new("/x/oi-tui"),
+        );
         let text: Vec<String> = args
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -89,8 +105,18 @@ mod tests {
             "{text:?}"
         );
         assert!(text.contains(&"--unshare-net".to_string()));
+        assert!(text.ends_with(&[
+            "/x/oi-tui".to_string(),
+            super::super::TRAMPOLINE.to_string(),
+            "--foreground".to_string(),
+            "--".to_string()
+        ]));
         assert_eq!(text.last().map(String::as_str), Some("--"));
-        let on = prefix(&[dir.path().to_path_buf()], Network::On);
+        let on = prefix(
+            &[dir.path().to_path_buf()],
+            Network::On,
+            Path::new("/x/oi-tui"),
+        );
         assert!(!on.iter().any(|a| a == "--unshare-net"));
     }
 }

@@ -1,4 +1,4 @@
-//! The Landlock backend: kernels start as `oi-tui __sandbox-exec [--write DIR]…
+//! The Landlock backend: kernels start as `oi-tui __sandbox-exec --landlock [--write DIR]…
 //! [--no-network] -- PROGRAM ARGS…`, which restricts itself with Landlock (read and execute
 //! everywhere, write only under the writable roots and `/dev`; with the network off, no TCP
 //! connect or bind at all, Landlock ABI ≥ 4) and then `exec`s the program. The restriction
@@ -6,10 +6,13 @@
 //!
 //! Landlock only grants, never takes back below a grant, so a `.git` directory inside the
 //! workspace stays writable under this backend; UDP and Unix sockets are not covered.
+//!
+//! The same trampoline serves bubblewrap with `--foreground` alone: inside the sandbox it
+//! makes the kernel the terminal's foreground process group, apart from bwrap.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
@@ -49,9 +52,8 @@ pub(super) fn available() -> Result<(), String> {
 }
 
 /// `oi-tui __sandbox-exec … --` for these writable roots.
-pub(super) fn prefix(roots: &[PathBuf], network: Network) -> Vec<OsString> {
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("oi-tui"));
-    let mut args: Vec<OsString> = vec![exe.into(), TRAMPOLINE.into()];
+pub(super) fn prefix(roots: &[PathBuf], network: Network, exe: &Path) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![exe.into(), TRAMPOLINE.into(), "--landlock".into()];
     for root in roots {
         args.push("--write".into());
         args.push(root.clone().into());
@@ -66,6 +68,10 @@ pub(super) fn prefix(roots: &[PathBuf], network: Network) -> Vec<OsString> {
 /// What the trampoline was told.
 #[derive(Debug, PartialEq)]
 struct Plan {
+    /// Restrict with Landlock (else only `foreground`).
+    landlock: bool,
+    /// Become the terminal's foreground process group first.
+    foreground: bool,
     writable: Vec<PathBuf>,
     network: Network,
     program: Vec<OsString>,
@@ -73,6 +79,8 @@ struct Plan {
 
 fn parse(args: &[OsString]) -> Result<Plan, String> {
     let mut plan = Plan {
+        landlock: false,
+        foreground: false,
         writable: Vec::new(),
         network: Network::On,
         program: Vec::new(),
@@ -85,6 +93,8 @@ fn parse(args: &[OsString]) -> Result<Plan, String> {
                 None => return Err("--write needs a directory".to_string()),
             },
             Some("--no-network") => plan.network = Network::Off,
+            Some("--landlock") => plan.landlock = true,
+            Some("--foreground") => plan.foreground = true,
             Some("--") => {
                 plan.program = it.cloned().collect();
                 break;
@@ -134,6 +144,24 @@ fn restrict(plan: &Plan) -> Result<(), String> {
     Ok(())
 }
 
+/// Makes this process a process group of its own and the terminal's foreground group (when
+/// standard input is a terminal).
+fn take_foreground() {
+    // SAFETY: plain process-group and terminal calls on this process and its stdin; the
+    // SIGTTOU disposition is put back before exec.
+    unsafe {
+        if libc::isatty(0) != 1 {
+            return;
+        }
+        if libc::setpgid(0, 0) != 0 {
+            return;
+        }
+        let old = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+        libc::tcsetpgrp(0, libc::getpid());
+        libc::signal(libc::SIGTTOU, old);
+    }
+}
+
 /// The trampoline: restrict this process, then become the program. Returns only on failure,
 /// with the exit status to use.
 pub fn trampoline_main(args: &[OsString]) -> i32 {
@@ -144,7 +172,12 @@ pub fn trampoline_main(args: &[OsString]) -> i32 {
             return 2;
         }
     };
-    if let Err(e) = restrict(&plan) {
+    if plan.foreground {
+        take_foreground();
+    }
+    if plan.landlock
+        && let Err(e) = restrict(&plan)
+    {
         eprintln!("oi-tui sandbox: {e}");
         return 126;
     }
@@ -165,12 +198,14 @@ mod tests {
     #[test]
     fn the_prefix_round_trips_through_the_parser() {
         let roots = vec![PathBuf::from("/tmp"), PathBuf::from("/work/x y")];
-        let mut args = prefix(&roots, Network::Off);
+        let mut args = prefix(&roots, Network::Off, Path::new("/x/oi-tui"));
         assert_eq!(args[1], OsString::from(TRAMPOLINE));
+        assert_eq!(args[0], OsString::from("/x/oi-tui"));
         args.push("python3".into());
         args.push("-i".into());
         let plan = parse(&args[2..]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(plan.writable, roots);
+        assert!(plan.landlock && !plan.foreground);
         assert_eq!(plan.network, Network::Off);
         assert_eq!(plan.program, vec![OsString::from("python3"), "-i".into()]);
         assert!(parse(&["--write".into()]).is_err());

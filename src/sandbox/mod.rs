@@ -235,12 +235,24 @@ pub fn resolve(settings: SandboxSettings, cwd: &Path) -> Resolved {
     resolved
 }
 
-/// The command prefix that runs a program under a backend.
+/// The command prefix that runs a program under a backend (the trampoline being this
+/// executable).
 pub fn prefix(backend: Backend, settings: SandboxSettings, cwd: &Path) -> Vec<OsString> {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("oi-tui"));
+    prefix_with(backend, settings, cwd, &exe)
+}
+
+/// The command prefix, with `exe` (an oi-tui binary) as the trampoline.
+pub fn prefix_with(
+    backend: Backend,
+    settings: SandboxSettings,
+    cwd: &Path,
+    exe: &Path,
+) -> Vec<OsString> {
     let roots = writable_roots(settings.mode, cwd);
     match backend {
-        Backend::Bubblewrap => bubblewrap::prefix(&roots, settings.network),
-        Backend::Landlock => landlock::prefix(&roots, settings.network),
+        Backend::Bubblewrap => bubblewrap::prefix(&roots, settings.network, exe),
+        Backend::Landlock => landlock::prefix(&roots, settings.network, exe),
     }
 }
 
