@@ -9,6 +9,7 @@
 //! when the kernel supports it, else none, with the reason.
 
 mod bubblewrap;
+mod denial;
 mod landlock;
 
 use std::ffi::OsString;
@@ -17,6 +18,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+pub use denial::refusal_reason;
 pub use landlock::{TRAMPOLINE, trampoline_main};
 
 /// The variable that forces a backend (`bubblewrap`, `landlock`, `none`), for tests and for

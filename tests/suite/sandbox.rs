@@ -219,3 +219,42 @@ async fn an_explicit_sandbox_with_no_backend_refuses_blocks() {
     assert!(!out.status.success());
     assert!(text(&out).contains("blocks will not run"), "{}", text(&out));
 }
+
+/// An interrupt reaches the sandboxed kernel, not the sandbox around it: the block stops
+/// with KeyboardInterrupt and the kernel keeps its variables.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupt_stops_the_block_and_keeps_the_sandboxed_kernel() {
+    use super::support::{kernels_with, run, spawn_block, wait_for_output};
+    use oi_tui::exec::{Block, Language, RunStatus};
+    use oi_tui::sandbox::{Backend, SandboxSettings};
+    use std::sync::Arc;
+
+    for backend in [Backend::Bubblewrap, Backend::Landlock] {
+        let (kernels, _dir) = kernels_with(|config| {
+            config.launch_prefix = oi_tui::sandbox::prefix_with(
+                backend,
+                SandboxSettings::default(),
+                &config.cwd,
+                Path::new(env!("CARGO_BIN_EXE_oi-tui")),
+            );
+        });
+        let kernels = Arc::new(kernels);
+        let (first, _) = run(&kernels, Language::Python, "x = 5").await;
+        assert_eq!(first.status, RunStatus::Success, "{backend:?}: {first:#?}");
+        let (handle, seen) = spawn_block(
+            kernels.clone(),
+            Block::new(
+                Language::Python,
+                "import time\nprint('sleeping', flush=True)\ntime.sleep(100)",
+            ),
+        );
+        wait_for_output(&seen, "sleeping", Duration::from_secs(30)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(kernels.interrupt(), "a block is running");
+        let r = handle.await.expect("join");
+        assert_eq!(r.status, RunStatus::Interrupted, "{backend:?}: {r:#?}");
+        assert!(!r.state_lost, "{backend:?}: {r:#?}");
+        let (after, _) = run(&kernels, Language::Python, "print(x * 2)").await;
+        assert_eq!(after.output.trim(), "10", "{backend:?}");
+    }
+}
