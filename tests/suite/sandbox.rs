@@ -258,3 +258,31 @@ async fn an_interrupt_stops_the_block_and_keeps_the_sandboxed_kernel() {
         assert_eq!(after.output.trim(), "10", "{backend:?}");
     }
 }
+
+/// Read-only keeps the workspace read-only too; under bubblewrap `.git` in the workspace
+/// stays read-only in workspace-write.
+#[tokio::test(flavor = "multi_thread")]
+async fn read_only_and_git_stay_read_only() {
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let mut cmd = layout.command(backend);
+        cmd.args(["--sandbox", "read-only", "sandbox", "--", "touch", "ro"]);
+        let out = run(cmd).await;
+        assert!(!out.status.success(), "{backend}: {}", text(&out));
+        assert!(!layout.path("ws").join("ro").exists(), "{backend}");
+        let mut cmd = layout.command(backend);
+        cmd.args(["--sandbox", "read-only", "sandbox", "status"]);
+        let all = text(&run(cmd).await);
+        assert!(
+            all.contains(&format!("sandbox read-only ({backend})")),
+            "{backend}: {all}"
+        );
+    }
+    let layout = Layout::new();
+    std::fs::create_dir(layout.path("ws").join(".git")).expect("mkdir .git");
+    let mut cmd = layout.command("bubblewrap");
+    cmd.args(["sandbox", "--", "touch", ".git/hook"]);
+    let out = run(cmd).await;
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(!layout.path("ws").join(".git/hook").exists());
+}
