@@ -30,7 +30,7 @@ fn main() {
                 let prefix = prefix(backend);
                 let t = cold_start(language, code, prefix).await;
                 println!(
-                    "cold start     {:<8} {:<11} median {:>7.1} ms   (+{:.1} ms, target <= +15 ms)",
+                    "cold start     {:<8} {:<11} median {:>7.1} ms   ({:+.1} ms, target <= +15 ms)",
                     language.name(),
                     backend.name(),
                     ms(t),
