@@ -106,6 +106,16 @@ pub struct Options {
     /// local servers (Ollama, llama.cpp, LM Studio) offer.
     #[arg(long)]
     pub list_models: bool,
+    /// The sandbox around kernels: off, read-only, or workspace-write (the default: the
+    /// working directory and temp dirs writable, everything else read-only).
+    #[arg(long, value_name = "MODE", value_parser = crate::sandbox::SandboxMode::parse)]
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
+    /// Whether blocks may use the network: on (the default) or off.
+    #[arg(long, value_name = "on|off", value_parser = crate::sandbox::Network::parse)]
+    pub network: Option<crate::sandbox::Network>,
+    /// Safe mode: blocks run in the sandbox with the network off.
+    #[arg(long)]
+    pub safe_mode: bool,
 }
 
 impl Options {
@@ -115,6 +125,7 @@ impl Options {
             config: self.config.clone(),
             profile: self.profile.clone(),
             no_tools: self.no_tools,
+            safe_mode: self.safe_mode,
             settings: crate::config::FileSettings {
                 model: self.model.clone(),
                 api_base: self.api_base.clone(),
@@ -139,6 +150,12 @@ impl Options {
                 env: None,
                 approval: self.approval.map(ApprovalArg::mode),
                 policy: None,
+                sandbox: (self.sandbox.is_some() || self.network.is_some()).then_some(
+                    crate::sandbox::SandboxFile {
+                        mode: self.sandbox,
+                        network: self.network,
+                    },
+                ),
             },
         }
     }
@@ -171,6 +188,20 @@ pub enum Command {
     Languages,
     /// Browse, search, show, export, rename and delete saved sessions.
     Sessions(crate::sessions::SessionsArgs),
+    /// Show the sandbox in force (`sandbox status`), or run one command in it
+    /// (`sandbox -- CMD…`), with the same flags and config as blocks get.
+    Sandbox(SandboxArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxArgs {
+    /// `status`, or the command to run after `--`.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "status | -- CMD"
+    )]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]

@@ -48,6 +48,8 @@ pub struct FileSettings {
     pub approval: Option<crate::protocol::ApprovalMode>,
     /// Allow / ask / deny rules (`[policy]`).
     pub policy: Option<crate::policy::RuleLists>,
+    /// The sandbox around kernels (`[sandbox]`: `mode`, `network`).
+    pub sandbox: Option<crate::sandbox::SandboxFile>,
 }
 
 const KEYS: &[&str] = &[
@@ -74,6 +76,7 @@ const KEYS: &[&str] = &[
     "env",
     "approval",
     "policy",
+    "sandbox",
 ];
 
 #[derive(Debug, Default)]
@@ -97,6 +100,8 @@ pub struct FlagSettings {
     pub profile: Option<String>,
     pub settings: FileSettings,
     pub no_tools: bool,
+    /// `--safe-mode`: the sandbox with the network off.
+    pub safe_mode: bool,
 }
 
 /// The settings in force.
@@ -131,6 +136,8 @@ pub struct Settings {
     pub approval: Option<crate::protocol::ApprovalMode>,
     /// The `[policy]` rules of the config file and the profile in use, together.
     pub rules: crate::policy::Rules,
+    /// The sandbox asked for (see `sandbox::resolve` for the one in force).
+    pub sandbox: crate::sandbox::SandboxSettings,
     /// The config file read, if any.
     pub config_path: Option<PathBuf>,
     /// Things worth saying that are not errors (unknown keys).
@@ -177,6 +184,11 @@ impl Settings {
         }
     }
 
+    /// The sandbox in force for this session's kernels.
+    pub fn sandbox(&self) -> crate::sandbox::Resolved {
+        crate::sandbox::resolve(self.sandbox, &self.cwd)
+    }
+
     /// The engine's configuration. Fails, with what to do, when no model is configured.
     /// `unattended`: nobody can approve a block or type into one (headless without a
     /// terminal).
@@ -207,6 +219,7 @@ impl Settings {
                 "{spec} needs an API key: set {var} or pass --api-key (for a local OpenAI-compatible server, pass --api-base instead, such as http://localhost:8080/v1)."
             ));
         }
+        let sandbox = self.sandbox();
         let provider = crate::llm::ProviderConfig {
             api_base: self.api_base_for(spec.provider),
             spec,
@@ -238,6 +251,8 @@ impl Settings {
                 max_output: self.max_output,
                 env: self.kernel_env(),
                 clear_env: true,
+                launch_prefix: sandbox.prefix,
+                launch_refusal: sandbox.refusal,
                 ..crate::exec::KernelConfig::default()
             },
             data_dir: Some(self.data_dir.clone()),
@@ -409,6 +424,8 @@ pub fn load(
         ));
     }
 
+    let sandbox = sandbox_settings(&layers, flags.safe_mode)?;
+
     Ok(Settings {
         model,
         provider_only,
@@ -456,9 +473,37 @@ pub fn load(
         env,
         approval: layers.iter().rev().find_map(|s| s.approval),
         rules,
+        sandbox,
         config_path,
         warnings,
     })
+}
+
+/// The sandbox asked for by the layers (highest last) and `--safe-mode`.
+fn sandbox_settings(
+    layers: &[FileSettings],
+    safe_mode: bool,
+) -> Result<crate::sandbox::SandboxSettings, String> {
+    use crate::sandbox::{Network, SandboxMode, SandboxSettings};
+    let sections = || layers.iter().rev().filter_map(|s| s.sandbox.as_ref());
+    let mode = sections().find_map(|s| s.mode);
+    let network = sections().find_map(|s| s.network);
+    let mut settings = SandboxSettings {
+        mode: mode.unwrap_or_default(),
+        network: network.unwrap_or_default(),
+        explicit: mode.is_some() || network.is_some(),
+    };
+    if safe_mode {
+        if mode == Some(SandboxMode::Off) {
+            return Err(
+                "--safe-mode runs blocks in the sandbox: it cannot go with sandbox mode off"
+                    .to_string(),
+            );
+        }
+        settings.network = Network::Off;
+        settings.explicit = true;
+    }
+    Ok(settings)
 }
 
 fn env_settings(env: &dyn Fn(&str) -> Option<String>) -> FileSettings {
@@ -726,5 +771,60 @@ max_turns = 3
             .redactor
             .clean("sk-from-the-file-123 set-password-123 v");
         assert_eq!(cleaned, "[REDACTED] [REDACTED] v");
+    }
+
+    #[test]
+    fn the_sandbox_comes_from_flags_config_and_safe_mode() {
+        use crate::sandbox::{Network, SandboxFile, SandboxMode};
+        let s = load_with("", FlagSettings::default(), &[]).unwrap();
+        assert_eq!(s.sandbox.mode, SandboxMode::WorkspaceWrite);
+        assert_eq!(s.sandbox.network, Network::On);
+        assert!(!s.sandbox.explicit);
+        let s = load_with(
+            "[sandbox]\nmode = \"read-only\"\nnetwork = \"off\"\n",
+            FlagSettings::default(),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.sandbox.mode, SandboxMode::ReadOnly);
+        assert_eq!(s.sandbox.network, Network::Off);
+        assert!(s.sandbox.explicit);
+        let flag = FlagSettings {
+            settings: FileSettings {
+                sandbox: Some(SandboxFile {
+                    mode: Some(SandboxMode::Off),
+                    network: None,
+                }),
+                ..FileSettings::default()
+            },
+            ..FlagSettings::default()
+        };
+        let s = load_with("[sandbox]\nmode = \"read-only\"\n", flag.clone(), &[]).unwrap();
+        assert_eq!(s.sandbox.mode, SandboxMode::Off);
+        let safe = FlagSettings {
+            safe_mode: true,
+            ..FlagSettings::default()
+        };
+        let s = load_with("", safe, &[]).unwrap();
+        assert_eq!(s.sandbox.network, Network::Off);
+        assert!(s.sandbox.explicit);
+        let both = FlagSettings {
+            safe_mode: true,
+            ..flag
+        };
+        assert!(
+            load_with("", both, &[])
+                .unwrap_err()
+                .contains("--safe-mode")
+        );
+        assert!(
+            load_with(
+                "[sandbox]\nmode = \"sometimes\"\n",
+                FlagSettings::default(),
+                &[]
+            )
+            .unwrap_err()
+            .contains("sometimes")
+        );
     }
 }

@@ -29,6 +29,11 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
             return 1;
         }
     };
+    let sandbox = settings.sandbox();
+    eprintln!("oi-tui: {}", sandbox.summary());
+    if let Some(warning) = &sandbox.warning {
+        eprintln!("oi-tui: warning: {warning}");
+    }
     match crate::sessions::attach(&mut config, &settings, resume) {
         Ok(Some(notice)) => eprintln!("oi-tui: {}", visible(&notice)),
         Ok(None) => {}

@@ -14,6 +14,7 @@ pub mod policy;
 pub mod protocol;
 pub mod run;
 pub mod safe_text;
+pub mod sandbox;
 pub mod secrets;
 pub mod sessions;
 pub mod shutdown;

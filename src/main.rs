@@ -13,6 +13,14 @@ const CONFIG_ERROR: i32 = 1;
 const USAGE_ERROR: i32 = 2;
 
 fn main() {
+    // The sandbox trampoline restricts itself and becomes the kernel: no runtime, no clap.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|a| a == oi_tui::sandbox::TRAMPOLINE)
+    {
+        std::process::exit(oi_tui::sandbox::trampoline_main(&args[2..]));
+    }
     let cli = Cli::parse();
     shutdown::install_panic_hook();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -43,6 +51,15 @@ fn main() {
             Some(Command::Sessions(args)) => {
                 match config::load(&cli.options.flag_settings(), &|k| std::env::var(k).ok()) {
                     Ok(settings) => oi_tui::sessions::run(args, &settings),
+                    Err(message) => {
+                        eprintln!("oi-tui: {message}");
+                        CONFIG_ERROR
+                    }
+                }
+            }
+            Some(Command::Sandbox(args)) => {
+                match config::load(&cli.options.flag_settings(), &|k| std::env::var(k).ok()) {
+                    Ok(settings) => sandbox_command(&args.command, &settings),
                     Err(message) => {
                         eprintln!("oi-tui: {message}");
                         CONFIG_ERROR
@@ -103,6 +120,51 @@ async fn model_loop(options: Options) -> i32 {
         return USAGE_ERROR;
     }
     headless::run(settings, task, options.json, options.resume.as_deref()).await
+}
+
+/// `oi-tui sandbox status` and `oi-tui sandbox -- CMD…`.
+fn sandbox_command(command: &[std::ffi::OsString], settings: &config::Settings) -> i32 {
+    let resolved = settings.sandbox();
+    match command.split_first() {
+        None => {
+            eprintln!("oi-tui sandbox: say `status`, or give a command after `--`");
+            USAGE_ERROR
+        }
+        Some((first, [])) if first == "status" => {
+            print!("{}", oi_tui::sandbox::status_text(&resolved, &settings.cwd));
+            if resolved.refusal.is_some() {
+                CONFIG_ERROR
+            } else {
+                0
+            }
+        }
+        Some(_) => {
+            if let Some(refusal) = &resolved.refusal {
+                eprintln!("oi-tui sandbox: {refusal}");
+                return CONFIG_ERROR;
+            }
+            if let Some(warning) = &resolved.warning {
+                eprintln!("oi-tui: warning: {warning}");
+            }
+            let mut line = resolved.prefix.clone();
+            line.extend(command.iter().cloned());
+            let Some((program, rest)) = line.split_first() else {
+                return USAGE_ERROR;
+            };
+            let mut cmd = std::process::Command::new(program);
+            cmd.args(rest).current_dir(&settings.cwd);
+            match cmd.status() {
+                Ok(status) => status.code().unwrap_or(128 + 1),
+                Err(e) => {
+                    eprintln!(
+                        "oi-tui sandbox: cannot run {}: {e}",
+                        oi_tui::safe_text::visible(&program.to_string_lossy())
+                    );
+                    127
+                }
+            }
+        }
+    }
 }
 
 fn languages() {

@@ -64,6 +64,7 @@ impl Kernel {
         cwd: &Path,
         env: &[(OsString, OsString)],
         clear_env: bool,
+        prefix: &[OsString],
         size: PtySize,
     ) -> io::Result<Kernel> {
         // 0700 from the start: it holds the code of every block.
@@ -82,7 +83,16 @@ impl Kernel {
             .write(true)
             .open(&fifo_path)?;
 
-        let mut cmd = CommandBuilder::new(&interpreter.program);
+        // A sandbox wraps the interpreter's command line without exec knowing how.
+        let mut cmd = match prefix.split_first() {
+            Some((wrapper, wrapper_args)) => {
+                let mut cmd = CommandBuilder::new(wrapper);
+                cmd.args(wrapper_args);
+                cmd.arg(&interpreter.program);
+                cmd
+            }
+            None => CommandBuilder::new(&interpreter.program),
+        };
         cmd.args(&interpreter.args);
         cmd.arg(&driver_path);
         cmd.arg(&fifo_path);

@@ -37,6 +37,11 @@ pub struct KernelConfig {
     pub cols: u16,
     /// Where blocks that are written, not run (HTML), go.
     pub html_dir: PathBuf,
+    /// The command kernels start under (the sandbox: `bwrap … --`); empty: none.
+    pub launch_prefix: Vec<OsString>,
+    /// When set, no kernel starts: every block fails with this reason (a sandbox was asked
+    /// for and none is available).
+    pub launch_refusal: Option<String>,
 }
 
 impl Default for KernelConfig {
@@ -50,6 +55,8 @@ impl Default for KernelConfig {
             rows: 24,
             cols: 80,
             html_dir: std::env::temp_dir().join("oi-tui-html"),
+            launch_prefix: Vec::new(),
+            launch_refusal: None,
         }
     }
 }
@@ -196,6 +203,9 @@ impl Kernels {
     }
 
     fn start(&self, language: Language) -> Result<Kernel, String> {
+        if let Some(refusal) = &self.config.launch_refusal {
+            return Err(format!("Cannot run {language}: {refusal}"));
+        }
         let path = self.env_var("PATH");
         let shell = self.env_var("SHELL");
         let Some(interpreter) = find_interpreter(language, path.as_deref(), shell.as_deref())
@@ -213,6 +223,7 @@ impl Kernels {
             &self.config.cwd,
             &self.config.env,
             self.config.clear_env,
+            &self.config.launch_prefix,
             pty_size(rows, cols),
         )
         .map_err(|e| {

@@ -126,6 +126,8 @@ pub struct App {
     pub keymap: super::keymap::Keymap,
     pub model: String,
     pub approval: crate::protocol::ApprovalMode,
+    /// The sandbox in force, for the status bar (empty: not shown).
+    pub sandbox: String,
     pub cwd: String,
     pub chat: Chat,
     /// The assistant's message while it streams.
@@ -198,6 +200,7 @@ impl App {
             keymap: super::keymap::Keymap::default(),
             model: String::new(),
             approval: crate::protocol::ApprovalMode::Ask,
+            sandbox: String::new(),
             cwd: String::new(),
             chat: Chat::default(),
             streaming: String::new(),

@@ -240,14 +240,18 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         format!("{tokens} tok")
     };
-    let approval = app.approval.name();
+    let approval = if app.sandbox.is_empty() {
+        app.approval.name().to_string()
+    } else {
+        format!("{} · {}", app.approval.name(), app.sandbox)
+    };
     let help = format!("{} help", app.keymap.label(Action::Help));
     let flash = app.flash.as_ref().map(|(m, _)| m.as_str());
     let text = status_text(
         area.width as usize,
         &StatusParts {
             model,
-            approval,
+            approval: &approval,
             cwd: &app.cwd,
             tokens: &tokens,
             state: &state,

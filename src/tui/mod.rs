@@ -97,6 +97,11 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
     app.keymap = keymap;
     app.setup = setup;
     app.open_browser_at_start = browse;
+    let sandbox = settings.sandbox();
+    app.sandbox = sandbox.label();
+    if let Some(why) = sandbox.warning.or(sandbox.refusal) {
+        app.chat.push(chat::Entry::Notice(why));
+    }
     if let Some(resumed) = resumed {
         app.show_history(&resumed.events);
         app.chat.push(chat::Entry::Notice(resumed.notice));

@@ -8,6 +8,7 @@ mod kernels_control;
 mod model_server;
 mod policy;
 mod safe_text;
+mod sandbox;
 mod secrets;
 mod sessions;
 mod sessions_browser;

@@ -149,8 +149,9 @@ async fn sigterm_restores_the_terminal_and_kills_the_kernels() {
         30,
     );
     tmux.wait_for("Input").await;
-    // A kernel with a background job, so that there is something to clean up.
-    tmux.type_text("!sleep 1000 & echo KERNEL=$$");
+    // A kernel with a background job, so that there is something to clean up. Its session:
+    // in a sandbox the kernel runs under bwrap, which leads the session.
+    tmux.type_text("!sleep 1000 & echo KERNEL=$(ps -o sid= -p $$ | tr -d ' ')");
     tmux.send(&["Enter"]);
     // The typed command shows `KERNEL=$$`; its output shows digits.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);

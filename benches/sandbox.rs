@@ -1,0 +1,74 @@
+//! Sandbox figures: the cold start of a Python and a shell kernel (start, run a trivial
+//! block, stop) with no sandbox, under bubblewrap and under Landlock. Target: a sandbox adds
+//! at most 15 ms.
+//!
+//! Run with `cargo bench --bench sandbox`. Prints one line a figure; asserts nothing, since
+//! figures on a shared machine are for reading, not for failing a build.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+use oi_tui::exec::{Block, KernelConfig, Kernels, Language, RunStatus};
+use oi_tui::sandbox::{Backend, Network, SandboxMode, SandboxSettings};
+
+mod support;
+use support::{median, ms};
+
+const RUNS: usize = 15;
+
+fn main() {
+    support::runtime().block_on(async {
+        for (language, code) in [(Language::Python, "print(1)"), (Language::Shell, "echo 1")] {
+            let none = cold_start(language, code, Vec::new()).await;
+            println!(
+                "cold start     {:<8} none        median {:>7.1} ms",
+                language.name(),
+                ms(none)
+            );
+            for backend in [Backend::Bubblewrap, Backend::Landlock] {
+                let prefix = prefix(backend);
+                let t = cold_start(language, code, prefix).await;
+                println!(
+                    "cold start     {:<8} {:<11} median {:>7.1} ms   ({:+.1} ms, target <= +15 ms)",
+                    language.name(),
+                    backend.name(),
+                    ms(t),
+                    ms(t) - ms(none)
+                );
+            }
+        }
+    });
+}
+
+/// The prefix of a backend, with the trampoline being the oi-tui binary (not this bench).
+fn prefix(backend: Backend) -> Vec<OsString> {
+    let settings = SandboxSettings {
+        mode: SandboxMode::WorkspaceWrite,
+        network: Network::On,
+        explicit: true,
+    };
+    oi_tui::sandbox::prefix_with(
+        backend,
+        settings,
+        &std::env::temp_dir(),
+        std::path::Path::new(env!("CARGO_BIN_EXE_oi-tui")),
+    )
+}
+
+async fn cold_start(language: Language, code: &str, prefix: Vec<OsString>) -> Duration {
+    let mut times = Vec::new();
+    for _ in 0..RUNS {
+        let kernels = Kernels::new(KernelConfig {
+            cwd: std::env::temp_dir(),
+            launch_prefix: prefix.clone(),
+            ..KernelConfig::default()
+        });
+        let start = Instant::now();
+        let r = kernels.run(&Block::new(language, code), &mut |_| {}).await;
+        times.push(start.elapsed());
+        assert_eq!(r.status, RunStatus::Success, "{}", r.output);
+        drop(kernels);
+    }
+    median(times)
+}

@@ -1,0 +1,341 @@
+//! The sandbox around every kernel: what a block may write and whether it may use the
+//! network. Two backends: bubblewrap (a command prefix: the kernel runs in a mount namespace
+//! where everything is read-only but the workspace and the temp dir) and Landlock (the
+//! kernel is started through this binary's hidden `__sandbox-exec` trampoline, which
+//! restricts itself and then `exec`s the interpreter). portable-pty offers no pre-exec hook,
+//! so both backends come down to a command prefix that `exec` runs without understanding.
+//!
+//! Detection: bubblewrap when `bwrap` is on PATH and user namespaces work, else Landlock
+//! when the kernel supports it, else none, with the reason.
+
+mod bubblewrap;
+mod denial;
+mod landlock;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+pub use denial::refusal_reason;
+pub use landlock::{TRAMPOLINE, trampoline_main};
+
+/// The variable that forces a backend (`bubblewrap`, `landlock`, `none`), for tests and for
+/// people whose bubblewrap misbehaves.
+pub const BACKEND_VAR: &str = "OI_TUI_SANDBOX_BACKEND";
+
+/// What kernels may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// No sandbox.
+    Off,
+    /// Nothing may be written but the temp dirs (which kernels need to run at all).
+    ReadOnly,
+    /// The working directory and the temp dirs are writable; everything else is read-only.
+    #[default]
+    WorkspaceWrite,
+}
+
+impl SandboxMode {
+    pub fn parse(text: &str) -> Result<SandboxMode, String> {
+        match text {
+            "off" => Ok(SandboxMode::Off),
+            "read-only" => Ok(SandboxMode::ReadOnly),
+            "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
+            other => Err(format!(
+                "sandbox mode `{other}`: use off, read-only or workspace-write"
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SandboxMode::Off => "off",
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+        }
+    }
+}
+
+/// Whether kernels may use the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Network {
+    #[default]
+    On,
+    Off,
+}
+
+impl Network {
+    pub fn parse(text: &str) -> Result<Network, String> {
+        match text {
+            "on" => Ok(Network::On),
+            "off" => Ok(Network::Off),
+            other => Err(format!("network `{other}`: use on or off")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Network::On => "on",
+            Network::Off => "off",
+        }
+    }
+}
+
+/// The `[sandbox]` section of the config file.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxFile {
+    pub mode: Option<SandboxMode>,
+    pub network: Option<Network>,
+}
+
+/// The sandbox asked for: the mode, the network, and whether someone asked (a flag, the
+/// config file, `--safe-mode`) or it is the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SandboxSettings {
+    pub mode: SandboxMode,
+    pub network: Network,
+    pub explicit: bool,
+}
+
+/// The mechanism that enforces the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Bubblewrap,
+    Landlock,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Bubblewrap => "bubblewrap",
+            Backend::Landlock => "landlock",
+        }
+    }
+}
+
+/// What this machine offers: a backend, or why none.
+pub type Detection = Result<Backend, String>;
+
+/// The sandbox in force for a session's kernels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub settings: SandboxSettings,
+    /// The backend in force; None when off or unavailable.
+    pub backend: Option<Backend>,
+    /// The command kernels are started under (empty: none).
+    pub prefix: Vec<OsString>,
+    /// Set when blocks must not run: a sandbox was asked for and none is available.
+    pub refusal: Option<String>,
+    /// Set when the default sandbox is unavailable and kernels run without one.
+    pub warning: Option<String>,
+}
+
+impl Resolved {
+    /// One line for the status bar, the headless header and `oi-tui sandbox status`.
+    pub fn summary(&self) -> String {
+        let net = format!("network {}", self.settings.network.name());
+        match (self.settings.mode, self.backend) {
+            (SandboxMode::Off, _) => format!("sandbox off, {net}"),
+            (mode, Some(backend)) => format!("sandbox {} ({}), {net}", mode.name(), backend.name()),
+            (mode, None) => format!("sandbox {} unavailable: none in force", mode.name()),
+        }
+    }
+}
+
+impl Resolved {
+    /// A short form for the workbench's status bar.
+    pub fn label(&self) -> String {
+        let net = match self.settings.network {
+            Network::On => "",
+            Network::Off => ", net off",
+        };
+        match (self.settings.mode, self.backend) {
+            (SandboxMode::Off, _) => "sandbox off".to_string(),
+            (SandboxMode::ReadOnly, Some(b)) => format!("{} read-only{net}", b.name()),
+            (SandboxMode::WorkspaceWrite, Some(b)) => format!("{}{net}", b.name()),
+            (_, None) if self.refusal.is_some() => "no sandbox: blocks refused".to_string(),
+            (_, None) => "no sandbox".to_string(),
+        }
+    }
+}
+
+/// Finds the backend (once per process; `OI_TUI_SANDBOX_BACKEND` forces one).
+pub fn detect() -> Detection {
+    static FOUND: OnceLock<Detection> = OnceLock::new();
+    FOUND
+        .get_or_init(|| match std::env::var(BACKEND_VAR).ok().as_deref() {
+            Some("bubblewrap") => bubblewrap::available().map(|()| Backend::Bubblewrap),
+            Some("landlock") => landlock::available().map(|()| Backend::Landlock),
+            Some("none") => Err(format!("{BACKEND_VAR}=none")),
+            Some(other) => Err(format!(
+                "{BACKEND_VAR}={other} is not a backend (bubblewrap, landlock, none)"
+            )),
+            None => match bubblewrap::available() {
+                Ok(()) => Ok(Backend::Bubblewrap),
+                Err(bwrap) => match landlock::available() {
+                    Ok(()) => Ok(Backend::Landlock),
+                    Err(ll) => Err(format!("{bwrap}; {ll}")),
+                },
+            },
+        })
+        .clone()
+}
+
+/// The directories a kernel may write under these settings.
+pub fn writable_roots(mode: SandboxMode, cwd: &Path) -> Vec<PathBuf> {
+    let mut roots = vec![std::env::temp_dir()];
+    if mode == SandboxMode::WorkspaceWrite {
+        roots.push(cwd.to_path_buf());
+    }
+    let mut real: Vec<PathBuf> = roots
+        .into_iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    real.dedup();
+    real
+}
+
+/// The sandbox for kernels started in `cwd`.
+pub fn resolve(settings: SandboxSettings, cwd: &Path) -> Resolved {
+    let mut resolved = Resolved {
+        settings,
+        backend: None,
+        prefix: Vec::new(),
+        refusal: None,
+        warning: None,
+    };
+    if settings.mode == SandboxMode::Off {
+        if settings.network == Network::Off {
+            resolved.refusal = Some(
+                "--network off needs a sandbox, but the sandbox is off: use --sandbox read-only or workspace-write".to_string(),
+            );
+        }
+        return resolved;
+    }
+    match detect() {
+        Ok(backend) => {
+            resolved.backend = Some(backend);
+            resolved.prefix = prefix(backend, settings, cwd);
+        }
+        Err(why) if settings.explicit => {
+            resolved.refusal = Some(format!(
+                "the {} sandbox was asked for, but no sandbox is available ({why}). Install bubblewrap, or run with --sandbox off to run blocks unprotected.",
+                settings.mode.name()
+            ));
+        }
+        Err(why) => {
+            resolved.warning = Some(format!(
+                "no sandbox is available ({why}): blocks run unsandboxed. Install bubblewrap, or pass --sandbox off to silence this."
+            ));
+        }
+    }
+    resolved
+}
+
+/// The command prefix that runs a program under a backend (the trampoline being this
+/// executable).
+pub fn prefix(backend: Backend, settings: SandboxSettings, cwd: &Path) -> Vec<OsString> {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("oi-tui"));
+    prefix_with(backend, settings, cwd, &exe)
+}
+
+/// The command prefix, with `exe` (an oi-tui binary) as the trampoline.
+pub fn prefix_with(
+    backend: Backend,
+    settings: SandboxSettings,
+    cwd: &Path,
+    exe: &Path,
+) -> Vec<OsString> {
+    let roots = writable_roots(settings.mode, cwd);
+    match backend {
+        Backend::Bubblewrap => bubblewrap::prefix(&roots, settings.network, exe),
+        Backend::Landlock => landlock::prefix(&roots, settings.network, exe),
+    }
+}
+
+/// `oi-tui sandbox status`: what is in force, and why.
+pub fn status_text(resolved: &Resolved, cwd: &Path) -> String {
+    let mut text = format!("{}\n", resolved.summary());
+    match detect() {
+        Ok(backend) => text.push_str(&format!("backend available: {}\n", backend.name())),
+        Err(why) => text.push_str(&format!("no backend available: {why}\n")),
+    }
+    if resolved.backend.is_some() {
+        let roots = writable_roots(resolved.settings.mode, cwd);
+        let shown: Vec<String> = roots.iter().map(|p| p.display().to_string()).collect();
+        text.push_str(&format!(
+            "writable: {}\n",
+            if shown.is_empty() {
+                "nothing".to_string()
+            } else {
+                shown.join(", ")
+            }
+        ));
+    }
+    if let Some(refusal) = &resolved.refusal {
+        text.push_str(&format!("blocks will not run: {refusal}\n"));
+    }
+    if let Some(warning) = &resolved.warning {
+        text.push_str(&format!("warning: {warning}\n"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_and_networks_parse_and_name() {
+        for mode in [
+            SandboxMode::Off,
+            SandboxMode::ReadOnly,
+            SandboxMode::WorkspaceWrite,
+        ] {
+            assert_eq!(SandboxMode::parse(mode.name()), Ok(mode));
+        }
+        assert!(SandboxMode::parse("on").is_err());
+        assert_eq!(Network::parse("off"), Ok(Network::Off));
+        assert!(Network::parse("no").is_err());
+    }
+
+    #[test]
+    fn off_needs_no_backend_and_network_off_needs_a_sandbox() {
+        let off = resolve(
+            SandboxSettings {
+                mode: SandboxMode::Off,
+                network: Network::On,
+                explicit: true,
+            },
+            Path::new("/"),
+        );
+        assert!(off.prefix.is_empty() && off.refusal.is_none());
+        let bad = resolve(
+            SandboxSettings {
+                mode: SandboxMode::Off,
+                network: Network::Off,
+                explicit: true,
+            },
+            Path::new("/"),
+        );
+        assert!(bad.refusal.is_some());
+    }
+
+    #[test]
+    fn read_only_does_not_make_the_workspace_writable() {
+        let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let ro = writable_roots(SandboxMode::ReadOnly, &dir);
+        let ww = writable_roots(SandboxMode::WorkspaceWrite, &dir);
+        assert!(ww.len() >= ro.len());
+        let real = std::fs::canonicalize(&dir).unwrap_or(dir);
+        assert!(ww.contains(&real));
+        if !real.starts_with(std::env::temp_dir()) {
+            assert!(!ro.contains(&real));
+        }
+    }
+}

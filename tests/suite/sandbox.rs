@@ -1,0 +1,288 @@
+//! The sandbox with the real binary, under both backends (forced with
+//! `OI_TUI_SANDBOX_BACKEND`): under workspace-write a block cannot create a file outside the
+//! workspace and can inside it; under `--network off` it cannot connect to a listener the
+//! test started on 127.0.0.1; a kernel keeps its state across blocks in the sandbox; and
+//! `oi-tui sandbox -- CMD` and `oi-tui sandbox status` do what they say.
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use super::model_server::{ModelServer, Reply};
+
+const BACKENDS: [&str; 2] = ["bubblewrap", "landlock"];
+
+/// A workspace, a private temp dir, and a directory outside both, under one temp root.
+struct Layout {
+    root: tempfile::TempDir,
+}
+
+impl Layout {
+    fn new() -> Layout {
+        let root = tempfile::tempdir().expect("dir");
+        for sub in ["ws", "tmp", "outside", "config"] {
+            std::fs::create_dir(root.path().join(sub)).expect("mkdir");
+        }
+        Layout { root }
+    }
+
+    fn path(&self, sub: &str) -> PathBuf {
+        self.root.path().join(sub)
+    }
+
+    fn command(&self, backend: &str) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"));
+        cmd.current_dir(self.path("ws"))
+            .env("OI_TUI_SANDBOX_BACKEND", backend)
+            .env("TMPDIR", self.path("tmp"))
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env("XDG_DATA_HOME", self.path("share"))
+            .env_remove("OI_TUI_CONFIG")
+            .env_remove("OI_TUI_MODEL")
+            .env_remove("OI_TUI_API_BASE")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    /// `-y --task` against the scripted server, with extra flags before it.
+    async fn task(&self, backend: &str, server: &ModelServer, extra: &[&str]) -> Output {
+        let base = server.base("openai");
+        let mut cmd = self.command(backend);
+        cmd.args(extra)
+            .args(["-y", "--task", "go", "--model", "openai/scripted"])
+            .args(["--api-base", &base, "--api-key", "k"])
+            .arg("--data-dir")
+            .arg(self.path("data"));
+        run(cmd).await
+    }
+}
+
+async fn run(mut cmd: tokio::process::Command) -> Output {
+    tokio::time::timeout(Duration::from_secs(120), cmd.output())
+        .await
+        .expect("oi-tui finished in time")
+        .expect("oi-tui ran")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn python_write(path: &Path, tag: &str) -> String {
+    format!(
+        "try:\n    open({path:?}, 'w').write('x')\n    print('{tag}-' + 'WROTE')\nexcept OSError as e:\n    print('{tag}-' + 'REFUSED', e.errno)\n",
+        path = path.display().to_string()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn workspace_write_keeps_blocks_inside_the_workspace() {
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let outside = layout.path("outside").join("escaped.txt");
+        let inside = layout.path("ws").join("inside.txt");
+        let code = format!(
+            "{}{}",
+            python_write(&outside, "OUT"),
+            python_write(&inside, "IN")
+        );
+        let server =
+            ModelServer::start(vec![Reply::tool("python", &code), Reply::text("Done.")]).await;
+        let out = layout
+            .task(backend, &server, &["--sandbox", "workspace-write"])
+            .await;
+        let all = text(&out);
+        assert!(!outside.exists(), "{backend}: the block escaped:\n{all}");
+        assert!(
+            inside.exists(),
+            "{backend}: the workspace was not writable:\n{all}"
+        );
+        assert!(all.contains("OUT-REFUSED"), "{backend}:\n{all}");
+        assert!(all.contains("IN-WROTE"), "{backend}:\n{all}");
+        assert!(
+            all.contains(&format!("sandbox workspace-write ({backend})")),
+            "{backend}: the header names the backend:\n{all}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn network_off_stops_a_connection_to_a_local_listener() {
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let port = listener.local_addr().expect("addr").port();
+        let code = format!(
+            "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5).close()\n    print('NET-' + 'CONNECTED')\nexcept OSError as e:\n    print('NET-' + 'BLOCKED', e.errno)\n"
+        );
+        let server =
+            ModelServer::start(vec![Reply::tool("python", &code), Reply::text("Done.")]).await;
+        let out = layout.task(backend, &server, &["--network", "off"]).await;
+        let all = text(&out);
+        assert!(all.contains("NET-BLOCKED"), "{backend}:\n{all}");
+        assert!(!all.contains("NET-CONNECTED"), "{backend}:\n{all}");
+        assert!(
+            listener.accept().is_err(),
+            "{backend}: the listener saw a connection"
+        );
+
+        // The same block with the network on connects: the test can tell the difference.
+        let server =
+            ModelServer::start(vec![Reply::tool("python", &code), Reply::text("Done.")]).await;
+        let out = layout.task(backend, &server, &["--network", "on"]).await;
+        let all = text(&out);
+        assert!(all.contains("NET-CONNECTED"), "{backend}:\n{all}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kernel_state_persists_across_blocks_in_the_sandbox() {
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let server = ModelServer::start(vec![
+            Reply::tool("python", "answer = 6 * 7"),
+            Reply::tool("python", "print('ANSWER', answer)"),
+            Reply::text("Done."),
+        ])
+        .await;
+        let out = layout.task(backend, &server, &["--safe-mode"]).await;
+        let all = text(&out);
+        assert!(all.contains("ANSWER 42"), "{backend}:\n{all}");
+        assert!(
+            all.contains(&format!("({backend}), network off")),
+            "{backend}:\n{all}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sandbox_command_refuses_writes_outside_and_status_names_the_backend() {
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let outside = layout.path("outside").join("touched");
+        let mut cmd = layout.command(backend);
+        cmd.args(["sandbox", "--", "touch"]).arg(&outside);
+        let out = run(cmd).await;
+        assert!(!out.status.success(), "{backend}: {}", text(&out));
+        assert!(!outside.exists(), "{backend}: the command escaped");
+
+        let mut cmd = layout.command(backend);
+        cmd.args(["sandbox", "--", "touch", "inside"]);
+        let out = run(cmd).await;
+        assert!(out.status.success(), "{backend}: {}", text(&out));
+        assert!(layout.path("ws").join("inside").exists());
+
+        let mut cmd = layout.command(backend);
+        cmd.args(["sandbox", "status"]);
+        let out = run(cmd).await;
+        let all = text(&out);
+        assert!(out.status.success(), "{backend}: {all}");
+        assert!(
+            all.contains(&format!("sandbox workspace-write ({backend}), network on")),
+            "{backend}: {all}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_explicit_sandbox_with_no_backend_refuses_blocks() {
+    let layout = Layout::new();
+    let marker = layout.path("ws").join("ran");
+    let code = format!("open({:?}, 'w').write('x')", marker.display().to_string());
+    let server = ModelServer::start(vec![Reply::tool("python", &code), Reply::text("Ok.")]).await;
+    let out = layout
+        .task("none", &server, &["--sandbox", "workspace-write"])
+        .await;
+    let all = text(&out);
+    assert!(
+        !marker.exists(),
+        "the block ran without its sandbox:\n{all}"
+    );
+    assert!(all.contains("no sandbox is available"), "{all}");
+
+    // Only the default: a warning, and the block runs.
+    let server = ModelServer::start(vec![Reply::tool("python", &code), Reply::text("Ok.")]).await;
+    let out = layout.task("none", &server, &[]).await;
+    let all = text(&out);
+    assert!(marker.exists(), "the default runs unsandboxed:\n{all}");
+    assert!(all.contains("warning: no sandbox is available"), "{all}");
+
+    let mut cmd = layout.command("none");
+    cmd.args(["--sandbox", "read-only", "sandbox", "status"]);
+    let out = run(cmd).await;
+    assert!(!out.status.success());
+    assert!(text(&out).contains("blocks will not run"), "{}", text(&out));
+}
+
+/// An interrupt reaches the sandboxed kernel, not the sandbox around it: the block stops
+/// with KeyboardInterrupt and the kernel keeps its variables.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupt_stops_the_block_and_keeps_the_sandboxed_kernel() {
+    use super::support::{kernels_with, run, spawn_block, wait_for_output};
+    use oi_tui::exec::{Block, Language, RunStatus};
+    use oi_tui::sandbox::{Backend, SandboxSettings};
+    use std::sync::Arc;
+
+    for backend in [Backend::Bubblewrap, Backend::Landlock] {
+        let (kernels, _dir) = kernels_with(|config| {
+            config.launch_prefix = oi_tui::sandbox::prefix_with(
+                backend,
+                SandboxSettings::default(),
+                &config.cwd,
+                Path::new(env!("CARGO_BIN_EXE_oi-tui")),
+            );
+        });
+        let kernels = Arc::new(kernels);
+        let (first, _) = run(&kernels, Language::Python, "x = 5").await;
+        assert_eq!(first.status, RunStatus::Success, "{backend:?}: {first:#?}");
+        let (handle, seen) = spawn_block(
+            kernels.clone(),
+            Block::new(
+                Language::Python,
+                "import time\nprint('sleeping', flush=True)\ntime.sleep(100)",
+            ),
+        );
+        wait_for_output(&seen, "sleeping", Duration::from_secs(30)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(kernels.interrupt(), "a block is running");
+        let r = handle.await.expect("join");
+        assert_eq!(r.status, RunStatus::Interrupted, "{backend:?}: {r:#?}");
+        assert!(!r.state_lost, "{backend:?}: {r:#?}");
+        let (after, _) = run(&kernels, Language::Python, "print(x * 2)").await;
+        assert_eq!(after.output.trim(), "10", "{backend:?}");
+    }
+}
+
+/// Read-only keeps the workspace read-only too; under bubblewrap `.git` in the workspace
+/// stays read-only in workspace-write.
+#[tokio::test(flavor = "multi_thread")]
+async fn read_only_and_git_stay_read_only() {
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let mut cmd = layout.command(backend);
+        cmd.args(["--sandbox", "read-only", "sandbox", "--", "touch", "ro"]);
+        let out = run(cmd).await;
+        assert!(!out.status.success(), "{backend}: {}", text(&out));
+        assert!(!layout.path("ws").join("ro").exists(), "{backend}");
+        let mut cmd = layout.command(backend);
+        cmd.args(["--sandbox", "read-only", "sandbox", "status"]);
+        let all = text(&run(cmd).await);
+        assert!(
+            all.contains(&format!("sandbox read-only ({backend})")),
+            "{backend}: {all}"
+        );
+    }
+    let layout = Layout::new();
+    std::fs::create_dir(layout.path("ws").join(".git")).expect("mkdir .git");
+    let mut cmd = layout.command("bubblewrap");
+    cmd.args(["sandbox", "--", "touch", ".git/hook"]);
+    let out = run(cmd).await;
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(!layout.path("ws").join(".git/hook").exists());
+}
