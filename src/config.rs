@@ -471,7 +471,10 @@ pub fn load(
             .flatten()
             .collect(),
         env,
-        approval: layers.iter().rev().find_map(|s| s.approval),
+        // `--safe-mode` means the rules decide, unless `--approval` says otherwise.
+        approval: layers.iter().rev().find_map(|s| s.approval).or(flags
+            .safe_mode
+            .then_some(crate::protocol::ApprovalMode::Rules)),
         rules,
         sandbox,
         config_path,
@@ -808,6 +811,7 @@ max_turns = 3
         let s = load_with("", safe, &[]).unwrap();
         assert_eq!(s.sandbox.network, Network::Off);
         assert!(s.sandbox.explicit);
+        assert_eq!(s.approval_mode(), crate::protocol::ApprovalMode::Rules);
         let both = FlagSettings {
             safe_mode: true,
             ..flag
