@@ -56,7 +56,7 @@ fn main() {
         },
         RuleSource::User,
     );
-    let policy = Policy::new(rules, "/work/proj");
+    let policy = Policy::new(rules, "/home/ada/proj");
     for (name, lang, code) in [
         ("shell", "bash", block(SHELL_LINES, 1000)),
         ("python", "python", block(PYTHON_LINES, 1000)),

@@ -7,7 +7,7 @@ use oi_tui::policy::{Decision, Policy, RiskClass, RuleLists, RuleSource, Rules};
 
 use RiskClass::*;
 
-const ROOT: &str = "/work/proj";
+const ROOT: &str = "/home/ada/proj";
 
 fn policy() -> Policy {
     let mut rules = Rules::new();
