@@ -227,6 +227,20 @@ const SHELL: &[Row] = &[
 const SCRIPTS: &[(&str, &str, RiskClass, Decision, bool)] = &[
     (
         "python",
+        "import platform, sys\nprint(platform.system(), sys.version)",
+        ReadOnly,
+        Ask,
+        false,
+    ),
+    (
+        "python",
+        "import os as platform\nplatform.system('rm -rf x')",
+        Deletes,
+        Deny,
+        false,
+    ),
+    (
+        "python",
         "import os\nos.system('rm -rf x')",
         Deletes,
         Deny,

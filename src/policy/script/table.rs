@@ -77,6 +77,10 @@ pub(super) fn lookup(lang: Language, name: &str, last: &str, child_process: bool
             {
                 Network
             }
+            // The standard `platform` module only reads facts (`platform.system()` is the
+            // OS name); names are resolved through imports first, so `import os as
+            // platform` still reaches `os.system` above.
+            n if n.starts_with("platform.") => return None,
             _ => match last {
                 "system" | "popen" | "check_output" | "check_call" | "Popen" | "getoutput" => Shell,
                 "rmtree" | "unlink" | "rmdir" => Delete,
