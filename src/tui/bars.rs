@@ -114,19 +114,14 @@ pub fn verdict_text(app: &App, narrow: bool) -> Option<String> {
         None if verdict.possibly_denied => "rule: possibly denied (cannot see through it)".into(),
         None => "rule: none".into(),
     };
-    // Narrow, the rule goes before the explanation, which is shortened first.
-    let text = if narrow {
-        format!(
-            "⚑ {} · {rule} · {}",
-            verdict.highest.label(),
-            verdict.summary()
-        )
-    } else {
-        format!(
-            "⚑ {} · {} · {rule}",
-            verdict.highest.label(),
-            verdict.summary()
-        )
+    // Narrow, the rule goes before the explanation, which is shortened first. A verdict
+    // with nothing to explain (its summary is its class) says the class once.
+    let class = verdict.highest.label();
+    let summary = verdict.summary();
+    let text = match (summary == class, narrow) {
+        (true, _) => format!("⚑ {class} · {rule}"),
+        (false, true) => format!("⚑ {class} · {rule} · {summary}"),
+        (false, false) => format!("⚑ {class} · {summary} · {rule}"),
     };
     Some(crate::safe_text::visible_line(&text))
 }
