@@ -136,6 +136,9 @@ pub struct Settings {
     pub approval: Option<crate::protocol::ApprovalMode>,
     /// The `[policy]` rules of the config file and the profile in use, together.
     pub rules: crate::policy::Rules,
+    /// `--safe-mode`: the rules decide what runs (unless `--approval` or `-y` says
+    /// otherwise); the sandbox part is in `sandbox`.
+    pub safe_mode: bool,
     /// The sandbox asked for (see `sandbox::resolve` for the one in force).
     pub sandbox: crate::sandbox::SandboxSettings,
     /// The config file read, if any.
@@ -174,12 +177,14 @@ impl Settings {
         .collect()
     }
 
-    /// The approval mode in force: `--approval`, else auto with `-y`, else ask.
+    /// The approval mode in force: `--approval`, else auto with `-y`, else rules with
+    /// `--safe-mode`, else ask.
     pub fn approval_mode(&self) -> crate::protocol::ApprovalMode {
         use crate::protocol::ApprovalMode;
         match self.approval {
             Some(mode) => mode,
             None if self.auto_run => ApprovalMode::Auto,
+            None if self.safe_mode => ApprovalMode::Rules,
             None => ApprovalMode::Ask,
         }
     }
@@ -471,10 +476,8 @@ pub fn load(
             .flatten()
             .collect(),
         env,
-        // `--safe-mode` means the rules decide, unless `--approval` says otherwise.
-        approval: layers.iter().rev().find_map(|s| s.approval).or(flags
-            .safe_mode
-            .then_some(crate::protocol::ApprovalMode::Rules)),
+        approval: layers.iter().rev().find_map(|s| s.approval),
+        safe_mode: flags.safe_mode,
         rules,
         sandbox,
         config_path,
