@@ -2,11 +2,7 @@
 //! notice that auto-run is on comes before the block it was turned on for runs (on the
 //! event stream and in the store).
 
-use std::time::Duration;
-
 use oi_tui::engine::{self, EngineConfig, EngineHandle};
-use oi_tui::exec::KernelConfig;
-use oi_tui::llm::{ModelSpec, ProviderConfig, RetryPolicy};
 use oi_tui::protocol::ApprovalMode as Approval;
 use oi_tui::protocol::{Decision, Event, Op};
 
@@ -14,43 +10,13 @@ use super::model_server::{ModelServer, Reply};
 
 fn config(spec: &str, base: String, dir: &std::path::Path) -> EngineConfig {
     EngineConfig {
-        provider: Some(ProviderConfig {
-            spec: ModelSpec::parse(spec).unwrap(),
-            api_base: base,
-            api_key: None,
-            connect_timeout: Duration::from_secs(5),
-            idle_timeout: Duration::from_secs(30),
-            retry: RetryPolicy::default(),
-        }),
-        tools: true,
         approval: Approval::Ask,
-        unattended: false,
-        rules: Default::default(),
-        system_message: None,
-        custom_instructions: None,
-        context_window: 32_768,
-        context_window_set: false,
-        max_tokens: None,
-        temperature: None,
-        max_turns: 10,
-        block_timeout: Some(Duration::from_secs(30)),
-        stdin_eof: true,
-        kernels: KernelConfig {
-            cwd: dir.to_path_buf(),
-            ..KernelConfig::default()
-        },
-        data_dir: Some(dir.join("data")),
-        redactor: Default::default(),
-        recorder: None,
-        history: Vec::new(),
+        ..super::support::engine_config(spec, Some(base), dir)
     }
 }
 
 async fn next(handle: &mut EngineHandle) -> Event {
-    tokio::time::timeout(Duration::from_secs(30), handle.events.recv())
-        .await
-        .expect("an event in time")
-        .expect("the engine runs")
+    super::support::next_event(handle).await
 }
 
 async fn until(handle: &mut EngineHandle, pick: impl Fn(&Event) -> bool) -> Event {

@@ -4,45 +4,12 @@
 use std::time::Duration;
 
 use oi_tui::engine::{self, EngineConfig, EngineHandle};
-use oi_tui::exec::KernelConfig;
-use oi_tui::llm::{ModelSpec, ProviderConfig, RetryPolicy};
-use oi_tui::protocol::ApprovalMode as Approval;
 use oi_tui::protocol::{ErrorKind, Event, Op, TurnEnd};
 
 use super::model_server::{ModelServer, Reply};
 
 fn config(server: Option<&ModelServer>, dir: &std::path::Path) -> EngineConfig {
-    EngineConfig {
-        provider: server.map(|s| ProviderConfig {
-            spec: ModelSpec::parse("openai/scripted").unwrap(),
-            api_base: s.base("openai"),
-            api_key: None,
-            connect_timeout: Duration::from_secs(5),
-            idle_timeout: Duration::from_secs(30),
-            retry: RetryPolicy::default(),
-        }),
-        tools: true,
-        approval: Approval::Auto,
-        unattended: false,
-        rules: Default::default(),
-        system_message: None,
-        custom_instructions: None,
-        context_window: 32_768,
-        context_window_set: false,
-        max_tokens: None,
-        temperature: None,
-        max_turns: 10,
-        block_timeout: Some(Duration::from_secs(30)),
-        stdin_eof: true,
-        kernels: KernelConfig {
-            cwd: dir.to_path_buf(),
-            ..KernelConfig::default()
-        },
-        data_dir: Some(dir.join("data")),
-        redactor: Default::default(),
-        recorder: None,
-        history: Vec::new(),
-    }
+    super::support::engine_config("openai/scripted", server.map(|s| s.base("openai")), dir)
 }
 
 /// Waits for the first event that `pick` accepts, returning it.

@@ -66,3 +66,52 @@ pub async fn wait_for_output(seen: &Arc<Mutex<Vec<u8>>>, needle: &str, limit: Du
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// An engine on the scripted model `spec` at `base` (none: no model), in `dir`: tools on,
+/// auto-run, the kernels in `dir`, the data in `dir/data`. Tests change what they need.
+pub fn engine_config(
+    spec: &str,
+    base: Option<String>,
+    dir: &std::path::Path,
+) -> oi_tui::engine::EngineConfig {
+    use oi_tui::llm::{ModelSpec, ProviderConfig, RetryPolicy};
+    oi_tui::engine::EngineConfig {
+        provider: base.map(|api_base| ProviderConfig {
+            spec: ModelSpec::parse(spec).expect("spec"),
+            api_base,
+            api_key: None,
+            connect_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(30),
+            retry: RetryPolicy::default(),
+        }),
+        tools: true,
+        approval: oi_tui::protocol::ApprovalMode::Auto,
+        unattended: false,
+        rules: Default::default(),
+        system_message: None,
+        custom_instructions: None,
+        context_window: 32_768,
+        context_window_set: false,
+        max_tokens: None,
+        temperature: None,
+        max_turns: 10,
+        block_timeout: Some(Duration::from_secs(30)),
+        stdin_eof: true,
+        kernels: KernelConfig {
+            cwd: dir.to_path_buf(),
+            ..KernelConfig::default()
+        },
+        data_dir: Some(dir.join("data")),
+        redactor: Default::default(),
+        recorder: None,
+        history: Vec::new(),
+    }
+}
+
+/// The engine's next event, within 30 s.
+pub async fn next_event(handle: &mut oi_tui::engine::EngineHandle) -> oi_tui::protocol::Event {
+    tokio::time::timeout(Duration::from_secs(30), handle.events.recv())
+        .await
+        .expect("an event in time")
+        .expect("the engine runs")
+}

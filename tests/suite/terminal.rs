@@ -7,9 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oi_tui::engine::{self, EngineConfig, EngineHandle};
-use oi_tui::exec::{Block, KernelConfig, Kernels, Language, RunStatus};
-use oi_tui::llm::{ModelSpec, ProviderConfig, RetryPolicy};
-use oi_tui::protocol::ApprovalMode as Approval;
+use oi_tui::exec::{Block, Kernels, Language, RunStatus};
 use oi_tui::protocol::{Event, Op};
 
 use super::model_server::{ModelServer, Reply};
@@ -136,43 +134,13 @@ async fn a_traceback_names_the_block_by_its_session_id() {
 
 fn engine_config(server: &ModelServer, dir: &std::path::Path) -> EngineConfig {
     EngineConfig {
-        provider: Some(ProviderConfig {
-            spec: ModelSpec::parse("openai/scripted").expect("spec"),
-            api_base: server.base("openai"),
-            api_key: None,
-            connect_timeout: Duration::from_secs(5),
-            idle_timeout: Duration::from_secs(30),
-            retry: RetryPolicy::default(),
-        }),
-        tools: true,
-        approval: Approval::Auto,
-        unattended: false,
-        rules: Default::default(),
-        system_message: None,
-        custom_instructions: None,
-        context_window: 32_768,
-        context_window_set: false,
-        max_tokens: None,
-        temperature: None,
-        max_turns: 10,
-        block_timeout: Some(Duration::from_secs(30)),
         stdin_eof: false,
-        kernels: KernelConfig {
-            cwd: dir.to_path_buf(),
-            ..KernelConfig::default()
-        },
-        data_dir: Some(dir.join("data")),
-        redactor: Default::default(),
-        recorder: None,
-        history: Vec::new(),
+        ..super::support::engine_config("openai/scripted", Some(server.base("openai")), dir)
     }
 }
 
 async fn next_event(handle: &mut EngineHandle) -> Event {
-    tokio::time::timeout(Duration::from_secs(30), handle.events.recv())
-        .await
-        .expect("an event in time")
-        .expect("the engine runs")
+    super::support::next_event(handle).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
