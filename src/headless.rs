@@ -324,10 +324,7 @@ impl Transcript {
                 gate,
             } => {
                 self.line_break();
-                let name = match block.language {
-                    Some(language) => language.name(),
-                    None => block.language_tag.as_str(),
-                };
+                let name = block.language_name();
                 let mut text = format!(
                     "\n┌─ {} · block {}{}\n",
                     visible(name),

@@ -71,6 +71,14 @@ pub struct ProposedBlock {
     pub code: String,
 }
 
+impl ProposedBlock {
+    /// The language's name, or the model's tag when oi-tui does not know it.
+    pub fn language_name(&self) -> &str {
+        self.language
+            .map_or(self.language_tag.as_str(), |l| l.name())
+    }
+}
+
 /// When blocks run without a question. Chosen by the face (from `--approval`, `-y`), applied
 /// by the engine with the policy's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

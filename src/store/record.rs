@@ -270,9 +270,7 @@ impl Writer {
             }
             Event::BlockProposed { block, .. } => {
                 self.ensure_session("(untitled)")?;
-                let language = block
-                    .language
-                    .map_or(block.language_tag.as_str(), |l| l.name());
+                let language = block.language_name();
                 self.store.conn().execute(
                     "INSERT OR IGNORE INTO blocks (session_id, block_id, language, proposed_code, created_at, after_message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                     params![self.id, block.id as i64, language, self.redactor.clean(&block.code), now_ms(), self.last_message()?],

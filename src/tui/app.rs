@@ -350,7 +350,7 @@ impl App {
                 self.proposed.insert(block.id, block.clone());
                 self.chat.push(Entry::Block {
                     id: block.id,
-                    language: language_name(&block),
+                    language: block.language_name().to_string(),
                     first_line: first_line(&block.code),
                     state: BlockState::Proposed,
                     detail: format!("{index} of {of}"),
@@ -711,12 +711,6 @@ pub fn new_input() -> TextArea<'static> {
     let mut input = TextArea::default();
     input.set_placeholder_text("Message the model · !cmd runs a shell command · /help");
     input
-}
-
-fn language_name(block: &ProposedBlock) -> String {
-    block
-        .language
-        .map_or_else(|| block.language_tag.clone(), |l| l.name().to_string())
 }
 
 fn first_line(code: &str) -> String {

@@ -346,10 +346,7 @@ fn border_note(frame: &mut Frame, app: &App, area: Rect, note: String) {
 fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
     let focused = app.focus == Focus::Code;
     if let Some(pending) = &app.pending {
-        let language = pending
-            .block
-            .language
-            .map_or(pending.block.language_tag.as_str(), |l| l.name());
+        let language = pending.block.language_name();
         let position = format!("block {} of {}", pending.index, pending.of);
         if let Some(editor) = &pending.editor {
             let block = pane_block(
@@ -388,10 +385,7 @@ fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
         let language = tag.clone().unwrap_or_default();
         (format!(" Code · {language} · streaming… "), code, language)
     } else if let Some((block, label)) = &app.shown_block {
-        let language = block
-            .language
-            .map_or(block.language_tag.as_str(), |l| l.name())
-            .to_string();
+        let language = block.language_name().to_string();
         (
             format!(" Code · {language} · {label} "),
             &block.code,
