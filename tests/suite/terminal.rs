@@ -200,20 +200,7 @@ async fn the_engine_reports_a_block_waiting_for_input() {
 
 /// The binary in tmux against the scripted model, with blocks run without asking.
 fn workbench(server: &ModelServer, dir: &std::path::Path, width: u16, height: u16) -> Tmux {
-    let command = format!(
-        "cd '{dir}' && env -u NO_COLOR XDG_CONFIG_HOME='{dir}/config' '{bin}' --model openai/scripted --api-base {base} --data-dir '{dir}/data' -y; sleep 60",
-        dir = dir.display(),
-        bin = env!("CARGO_BIN_EXE_oi-tui"),
-        base = server.base("openai"),
-    );
-    Tmux::start(
-        &format!(
-            "bash --noprofile --norc -c \"{}\"",
-            command.replace('"', "\\\"")
-        ),
-        width,
-        height,
-    )
+    Tmux::workbench(&server.base("openai"), dir, (width, height), "", "-y")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

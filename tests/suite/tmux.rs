@@ -29,6 +29,31 @@ impl Tmux {
         Tmux { socket }
     }
 
+    /// The workbench in tmux on the scripted model at `base` (`.../v1`), started in `dir`
+    /// with its config and data there; `env` goes to `env` before the binary (`-u COLORTERM
+    /// TERM=linux`), `args` after it (`-y`). Its exit status shows as `EXIT=N`.
+    pub fn workbench(
+        base: &str,
+        dir: &std::path::Path,
+        (width, height): (u16, u16),
+        env: &str,
+        args: &str,
+    ) -> Tmux {
+        let command = format!(
+            "cd '{dir}' && env -u NO_COLOR {env} XDG_CONFIG_HOME='{dir}/config' '{bin}' --model openai/scripted --api-base {base} --data-dir '{dir}/data' {args}; echo EXIT=$?; sleep 60",
+            dir = dir.display(),
+            bin = env!("CARGO_BIN_EXE_oi-tui"),
+        );
+        Tmux::start(
+            &format!(
+                "bash --noprofile --norc -c \"{}\"",
+                command.replace('"', "\\\"")
+            ),
+            width,
+            height,
+        )
+    }
+
     /// The tmux server's socket name (for `tmux -L`).
     pub fn socket(&self) -> &str {
         &self.socket

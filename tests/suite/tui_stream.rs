@@ -14,20 +14,7 @@ async fn a_slow_reply_shows_as_it_arrives() {
     let server =
         ModelServer::start(vec![Reply::text(reply).slow(Duration::from_millis(200))]).await;
     let dir = tempfile::tempdir().expect("dir");
-    let command = format!(
-        "cd '{dir}' && env -u NO_COLOR XDG_CONFIG_HOME='{dir}/config' '{bin}' --model openai/scripted --api-base {base} --data-dir '{dir}/data'; sleep 60",
-        dir = dir.path().display(),
-        bin = env!("CARGO_BIN_EXE_oi-tui"),
-        base = server.base("openai"),
-    );
-    let tmux = Tmux::start(
-        &format!(
-            "bash --noprofile --norc -c \"{}\"",
-            command.replace('"', "\\\"")
-        ),
-        120,
-        40,
-    );
+    let tmux = Tmux::workbench(&server.base("openai"), dir.path(), (120, 40), "", "");
     tmux.wait_for("Input").await;
     tmux.type_text("tell me");
     tmux.send(&["Enter"]);

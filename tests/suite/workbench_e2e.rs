@@ -21,20 +21,7 @@ fn workbench_with(
     env: &str,
 ) -> (Tmux, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("dir");
-    let command = format!(
-        "cd '{dir}' && env -u NO_COLOR {env} XDG_CONFIG_HOME='{dir}/config' '{bin}' --model openai/scripted --api-base {base} --data-dir '{dir}/data'; echo EXIT=$?; sleep 60",
-        dir = dir.path().display(),
-        bin = env!("CARGO_BIN_EXE_oi-tui"),
-        base = server.base("openai"),
-    );
-    let tmux = Tmux::start(
-        &format!(
-            "bash --noprofile --norc -c \"{}\"",
-            command.replace('"', "\\\"")
-        ),
-        width,
-        height,
-    );
+    let tmux = Tmux::workbench(&server.base("openai"), dir.path(), (width, height), env, "");
     (tmux, dir)
 }
 
