@@ -185,6 +185,8 @@ pub struct App {
     pub output_shown: bool,
     /// When the person last typed a character of a message not yet sent.
     pub last_typed: Option<Instant>,
+    /// The message being written while the input takes a reason for a skip.
+    pub draft: Option<TextArea<'static>>,
 }
 
 /// Someone who typed this recently is still typing: a block that arrives leaves them be.
@@ -237,6 +239,7 @@ impl App {
             retry_entry: None,
             output_shown: false,
             last_typed: None,
+            draft: None,
         }
     }
 

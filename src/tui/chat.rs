@@ -423,7 +423,9 @@ fn entry_lines(entry: &Entry, theme: &Theme, width: u16) -> Vec<Line<'static>> {
                         theme.muted,
                     ));
                 }
-                if output.trim().is_empty() {
+                if *state == BlockState::Proposed {
+                    // Nothing ran yet: no output section.
+                } else if output.trim().is_empty() {
                     lines.push(Line::styled("    (no output)", theme.muted));
                 } else {
                     lines.push(Line::styled("    output:", theme.muted));

@@ -131,7 +131,7 @@ impl App {
                 if let Some(p) = &mut self.pending {
                     p.reason = false;
                 }
-                self.input = new_input();
+                self.restore_draft();
                 self.focus = Focus::Code;
                 self.tab = Focus::Code;
             }
@@ -239,10 +239,12 @@ impl App {
             Action::SkipReason => {
                 pending.reason = true;
                 self.focus = Focus::Input;
-                self.input = TextArea::default();
-                self.input.set_placeholder_text(
-                    "Why skip it? Enter sends the reason to the model, Esc goes back",
+                // A message being written waits while the reason takes the input.
+                let mut reason = TextArea::default();
+                reason.set_placeholder_text(
+                    "Why skip it? Enter skips it and tells the model why (or just skips), Esc goes back",
                 );
+                self.draft = Some(std::mem::replace(&mut self.input, reason));
                 return Vec::new();
             }
             _ => return Vec::new(),
@@ -268,7 +270,8 @@ impl App {
 
     /// The answer to a question the decision asked.
     fn confirmed(&mut self, confirm: Confirm, key: &KeyEvent) -> Vec<Effect> {
-        let yes = matches!(key.code, KeyCode::Char('y') | KeyCode::Enter)
+        // Only the keys the question names say yes (not Enter: "other keys: no").
+        let yes = key.code == KeyCode::Char('y')
             || (confirm == Confirm::Always && self.keymap.is(Action::Always, key));
         let Some(pending) = self.pending.as_mut() else {
             return Vec::new();
@@ -323,12 +326,17 @@ impl App {
         Vec::new()
     }
 
+    /// The message that was being written before the input took a reason.
+    fn restore_draft(&mut self) {
+        self.input = self.draft.take().unwrap_or_else(new_input);
+    }
+
     fn send_reason(&mut self) -> Vec<Effect> {
         let Some(pending) = self.pending.take() else {
             return Vec::new();
         };
         let reason = self.input.lines().join("\n");
-        self.input = new_input();
+        self.restore_draft();
         self.decided(
             pending.block.id,
             Decision::Skip {
@@ -351,7 +359,7 @@ impl App {
             p.editor = None;
             if p.reason {
                 p.reason = false;
-                self.input = new_input();
+                self.restore_draft();
             }
             return Vec::new();
         }

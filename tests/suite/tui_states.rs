@@ -832,3 +832,37 @@ fn snapshot_new_states() {
     }));
     snapshots("waiting_for_input", &mut app);
 }
+
+#[test]
+fn enter_at_the_auto_run_question_is_no_as_the_question_says() {
+    let mut app = fresh();
+    propose(&mut app);
+    app.update(key(KeyCode::Char('a')));
+    assert!(app.update(key(KeyCode::Enter)).is_empty());
+    assert!(app.pending.is_some());
+    assert_ne!(app.approval, oi_tui::protocol::ApprovalMode::Auto);
+}
+
+#[test]
+fn a_reason_for_a_skip_keeps_the_message_being_written() {
+    let mut app = fresh();
+    propose(&mut app);
+    app.update(key(KeyCode::Esc));
+    type_text(&mut app, "my draft");
+    app.update(key(KeyCode::Esc));
+    app.update(key(KeyCode::Char('r')));
+    assert!(app.input.is_empty(), "the input takes the reason");
+    app.update(key(KeyCode::Esc));
+    assert_eq!(app.input.lines(), ["my draft"]);
+    // Back at the decision: `r` again, this time with a reason.
+    assert_eq!(app.focus, Focus::Code);
+    app.update(key(KeyCode::Char('r')));
+    type_text(&mut app, "not now");
+    assert_eq!(
+        decision(&app.update(key(KeyCode::Enter))),
+        Decision::Skip {
+            reason: Some("not now".into())
+        }
+    );
+    assert_eq!(app.input.lines(), ["my draft"]);
+}
