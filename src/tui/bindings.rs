@@ -143,7 +143,7 @@ pub const TABLE: &[Spec] = &[
         Some("focus_terminal"),
         &["ctrl-t"],
         W::Always,
-        "the terminal pane: scroll (PgUp) and search (/) past output",
+        "the terminal pane: PgUp scrolls, / searches",
         None,
     ),
     spec(
