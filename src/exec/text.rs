@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
+pub use crate::protocol::Cut;
 
 /// A line longer than this many bytes is broken, so that one endless line stays bounded.
 const LINE_CAP: usize = 16 * 1024;
@@ -17,17 +17,6 @@ const LINE_CAP: usize = 16 * 1024;
 const STRING_CAP: usize = 4096;
 /// Parameter bytes kept for one CSI sequence.
 const CSI_CAP: usize = 32;
-
-/// How much of the output was cut from the middle of the text form.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cut {
-    /// Lines left out.
-    pub lines: u64,
-    /// Lines the output had in all.
-    pub total_lines: u64,
-    /// Bytes of raw output in all.
-    pub total_bytes: u64,
-}
 
 /// The finished text form.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,7 +19,12 @@ mod analysis;
 pub mod rules;
 pub mod script;
 mod shell;
-pub mod verdict;
+/// The verdict's types, which are the protocol's (`protocol::verdict`).
+pub mod verdict {
+    pub use crate::protocol::{
+        Finding, RiskClass, Rule, RuleDecision as Decision, RuleSource, SimpleCommand, Verdict,
+    };
+}
 
 use std::path::PathBuf;
 

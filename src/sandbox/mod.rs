@@ -16,7 +16,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 pub use denial::refusal_reason;
 pub use landlock::{TRAMPOLINE, trampoline_main};
@@ -25,65 +25,7 @@ pub use landlock::{TRAMPOLINE, trampoline_main};
 /// people whose bubblewrap misbehaves.
 pub const BACKEND_VAR: &str = "OI_TUI_SANDBOX_BACKEND";
 
-/// What kernels may write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    /// No sandbox.
-    Off,
-    /// Nothing may be written but the temp dirs (which kernels need to run at all).
-    ReadOnly,
-    /// The working directory and the temp dirs are writable; everything else is read-only.
-    #[default]
-    WorkspaceWrite,
-}
-
-impl SandboxMode {
-    pub fn parse(text: &str) -> Result<SandboxMode, String> {
-        match text {
-            "off" => Ok(SandboxMode::Off),
-            "read-only" => Ok(SandboxMode::ReadOnly),
-            "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
-            other => Err(format!(
-                "sandbox mode `{other}`: use off, read-only or workspace-write"
-            )),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            SandboxMode::Off => "off",
-            SandboxMode::ReadOnly => "read-only",
-            SandboxMode::WorkspaceWrite => "workspace-write",
-        }
-    }
-}
-
-/// Whether kernels may use the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Network {
-    #[default]
-    On,
-    Off,
-}
-
-impl Network {
-    pub fn parse(text: &str) -> Result<Network, String> {
-        match text {
-            "on" => Ok(Network::On),
-            "off" => Ok(Network::Off),
-            other => Err(format!("network `{other}`: use on or off")),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Network::On => "on",
-            Network::Off => "off",
-        }
-    }
-}
+pub use crate::protocol::{Network, SandboxMode};
 
 /// The `[sandbox]` section of the config file.
 #[derive(Debug, Default, Clone, Deserialize)]

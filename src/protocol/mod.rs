@@ -1,11 +1,19 @@
 //! The contract between the engine and its faces (the TUI, headless mode, the MCP server):
 //! `Op`s go in, `Event`s come out. Plain data, serde-serialisable, so that headless `--json`
-//! output is simply the event stream.
+//! output is simply the event stream. It is the bottom of the crate: it imports nothing of
+//! oi-tui's, and the engine, the kernels, the policy and the sandbox speak in its types.
 
 use serde::{Deserialize, Serialize};
 
-use crate::exec::{Language, RunResult};
-pub use crate::policy::{
+mod language;
+mod modes;
+mod run;
+mod verdict;
+
+pub use language::Language;
+pub use modes::{ApprovalMode, Network, SandboxMode};
+pub use run::{Cut, RunResult, RunStatus, format_duration};
+pub use verdict::{
     Decision as RuleDecision, Finding, RiskClass, Rule, RuleSource, SimpleCommand, Verdict,
 };
 
@@ -76,33 +84,6 @@ impl ProposedBlock {
     pub fn language_name(&self) -> &str {
         self.language
             .map_or(self.language_tag.as_str(), |l| l.name())
-    }
-}
-
-/// When blocks run without a question. Chosen by the face (from `--approval`, `-y`), applied
-/// by the engine with the policy's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalMode {
-    /// Every block asks, with its verdict shown.
-    #[default]
-    Ask,
-    /// Blocks the rules allow run; the rest ask.
-    Rules,
-    /// Everything runs except what a rule denies and the classes "deletes outside the
-    /// workspace", "privileged" and "changes the system" (and blocks possibly denied), which
-    /// still ask.
-    Auto,
-}
-
-impl ApprovalMode {
-    /// The name on the command line and in the status bar.
-    pub fn name(self) -> &'static str {
-        match self {
-            ApprovalMode::Ask => "ask",
-            ApprovalMode::Rules => "rules",
-            ApprovalMode::Auto => "auto",
-        }
     }
 }
 

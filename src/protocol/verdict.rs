@@ -1,6 +1,6 @@
 //! The verdict the policy returns for one block: which risk classes apply, which rule
 //! decided, the findings that quote the exact text behind each class, and the simple
-//! commands seen. Plain serde data, so that it can move into the protocol unchanged.
+//! commands seen. Plain serde data: `policy` makes it, the engine gates on it, the faces show it.
 
 use serde::{Deserialize, Serialize};
 
