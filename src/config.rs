@@ -224,7 +224,6 @@ impl Settings {
                 "{spec} needs an API key: set {var} or pass --api-key (for a local OpenAI-compatible server, pass --api-base instead, such as http://localhost:8080/v1)."
             ));
         }
-        let sandbox = self.sandbox();
         let provider = crate::llm::ProviderConfig {
             api_base: self.api_base_for(spec.provider),
             spec,
@@ -242,6 +241,7 @@ impl Settings {
             approval,
             unattended,
             rules: self.rules.clone(),
+            sandbox: self.sandbox,
             system_message: self.system_message.clone(),
             custom_instructions: self.custom_instructions.clone(),
             context_window: self.context_window.unwrap_or(32_768),
@@ -256,8 +256,6 @@ impl Settings {
                 max_output: self.max_output,
                 env: self.kernel_env(),
                 clear_env: true,
-                launch_prefix: sandbox.prefix,
-                launch_refusal: sandbox.refusal,
                 ..crate::exec::KernelConfig::default()
             },
             data_dir: Some(self.data_dir.clone()),

@@ -97,6 +97,13 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
                 };
                 let _ = ops.send(Op::Decision { block_id, decision });
             }
+            Event::EscalationNeeded { block_id, .. } => {
+                let decision = match keys.as_mut() {
+                    Some(keys) => ask_outside(keys).await,
+                    None => Decision::Skip { reason: None },
+                };
+                let _ = ops.send(Op::Decision { block_id, decision });
+            }
             Event::ExecStarted { .. } => {
                 if let Some(keys) = &keys
                     && term::keys_mode()
@@ -150,6 +157,25 @@ fn watch_interrupts(ops: mpsc::UnboundedSender<Op>) {
             shutdown::exit(130);
         }
     });
+}
+
+/// Asks on the terminal whether to run a block the sandbox stopped again outside it, once.
+/// Only `y` says yes: leaving the sandbox is never the default.
+async fn ask_outside(keys: &mut KeyPump) -> Decision {
+    eprint!("Run it again outside the sandbox, once, in a fresh kernel? [y/N] ");
+    let _ = std::io::stderr().flush();
+    match keys.line().await {
+        Some(line) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
+            Decision::Run
+        }
+        Some(_) => Decision::Skip { reason: None },
+        None => {
+            eprintln!();
+            Decision::Skip {
+                reason: Some("No answer came (the input ended).".to_string()),
+            }
+        }
+    }
 }
 
 /// Asks on the terminal whether to run a block: y runs it, n skips it, e edits it first.
@@ -346,6 +372,13 @@ impl Transcript {
                 self.print(&text);
             }
             Event::ApprovalNeeded { .. } => {}
+            Event::EscalationNeeded { block_id, reason } => {
+                self.line_break();
+                self.print(&format!(
+                    "⚠ block {block_id} looks stopped by the sandbox: {}\n",
+                    visible(reason)
+                ));
+            }
             Event::BlockSkipped { block_id, reason } => {
                 self.line_break();
                 let why = reason.as_deref().unwrap_or("the user skipped it");
@@ -383,7 +416,9 @@ impl Transcript {
                 visible(reason),
                 *delay_ms as f64 / 1000.0
             ),
-            Event::Notice { message } | Event::HistoryChanged { note: message, .. } => {
+            Event::Notice { message }
+            | Event::HistoryChanged { note: message, .. }
+            | Event::SandboxChanged { note: message, .. } => {
                 self.line_break();
                 eprintln!("oi-tui: {}", visible(message));
             }

@@ -16,6 +16,7 @@ mod history;
 mod memory;
 mod prompt;
 mod reply;
+mod sandbox;
 mod turn;
 
 use std::collections::VecDeque;
@@ -47,6 +48,9 @@ pub struct EngineConfig {
     pub unattended: bool,
     /// The `[policy]` rules; the workspace root they judge deletes against is `kernels.cwd`.
     pub rules: crate::policy::Rules,
+    /// The sandbox asked for; the engine starts every kernel under it (`kernels`'s launch
+    /// prefix and refusal are set from it).
+    pub sandbox: crate::sandbox::SandboxSettings,
     /// Replaces the built-in system prompt.
     pub system_message: Option<String>,
     /// Added to the system prompt.
@@ -90,12 +94,18 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
     };
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
-    let kernels = Arc::new(Kernels::new(config.kernels.clone()));
+    let sandbox = crate::sandbox::resolve(config.sandbox, &config.kernels.cwd);
+    let kernels = Arc::new(Kernels::new(KernelConfig {
+        launch_prefix: sandbox.prefix.clone(),
+        launch_refusal: sandbox.refusal.clone(),
+        ..config.kernels.clone()
+    }));
     let available: Vec<Language> = Language::ALL
         .into_iter()
         .filter(|l| !l.runs_in_kernel() || l.locate().is_some())
         .collect();
-    let facts = prompt::Facts::gather(&config.kernels.cwd, available);
+    let mut facts = prompt::Facts::gather(&config.kernels.cwd, available);
+    facts.sandbox = sandbox.for_model();
     let memory = memory::Memory::new(config.data_dir.as_deref());
     let recorder = config.recorder.clone();
     let history = config.history.clone();
@@ -104,6 +114,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
     let policy = crate::policy::Policy::new(config.rules.clone(), config.kernels.cwd.clone());
     let engine = Engine {
         policy,
+        sandbox,
         recorder,
         tools: config.tools,
         approval: config.approval,
@@ -131,6 +142,8 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
 
 struct Engine {
     policy: crate::policy::Policy,
+    /// The sandbox the kernels run under.
+    sandbox: crate::sandbox::Resolved,
     recorder: Option<Arc<crate::store::Recorder>>,
     config: EngineConfig,
     client: Option<Client>,
@@ -196,6 +209,7 @@ impl Engine {
                 }
                 Op::Undo => self.undo(),
                 Op::SetModel { model } => self.set_model(&model),
+                Op::SetSandbox { mode, network } => self.set_sandbox(mode, network).await,
                 Op::Shutdown => break,
                 other => self.side_op(other),
             }
@@ -221,6 +235,7 @@ impl Engine {
             approval: self.approval,
             unattended: self.config.unattended,
             cwd: self.config.kernels.cwd.display().to_string(),
+            sandbox: Some(self.sandbox.status()),
         });
     }
 
@@ -350,7 +365,8 @@ fn side_op(kernels: &Kernels, queued: &mut VecDeque<Op>, shutdown: &mut bool, op
         | Op::Shell { .. }
         | Op::Reset
         | Op::Undo
-        | Op::SetModel { .. }) => queued.push_back(op),
+        | Op::SetModel { .. }
+        | Op::SetSandbox { .. }) => queued.push_back(op),
         // Nothing is running or waiting for a decision: stale.
         Op::Interrupt | Op::Decision { .. } => {}
     }

@@ -18,6 +18,8 @@ pub struct Facts {
     pub user: String,
     pub date: String,
     pub languages: Vec<Language>,
+    /// What the sandbox lets code do, in a sentence (`Resolved::for_model`).
+    pub sandbox: String,
 }
 
 impl Facts {
@@ -33,6 +35,7 @@ impl Facts {
                 .unwrap_or_else(|_| "unknown".into()),
             date: today(),
             languages,
+            sandbox: String::new(),
         }
     }
 }
@@ -68,6 +71,7 @@ pub fn system_prompt(
                 .replace("{user}", &facts.user)
                 .replace("{date}", &facts.date)
                 .replace("{languages}", &languages)
+                .replace("{sandbox}", &facts.sandbox)
         }
     };
     if let Some(extra) = custom_instructions.filter(|s| !s.trim().is_empty()) {
@@ -126,6 +130,7 @@ mod tests {
             user: "ada".into(),
             date: "2026-11-30".into(),
             languages: vec![Language::Python, Language::Shell],
+            sandbox: "code may write only under the working directory".into(),
         }
     }
 

@@ -485,6 +485,15 @@ impl Engine {
             text.push_str("\nIts output:\n");
         }
         text.push_str(&result.for_model());
+        let mut interrupted = interrupted;
+        if !interrupted
+            && let Some(escalation) = self
+                .escalate(proposal.block.id, language, &code, &result)
+                .await
+        {
+            text.push_str(&escalation.text);
+            interrupted = escalation.interrupted;
+        }
         (
             Outcome {
                 call_id: proposal.call_id,
@@ -498,6 +507,11 @@ impl Engine {
     /// Asks the person.
     async fn decide(&mut self, block_id: BlockId) -> Decision {
         self.emit(Event::ApprovalNeeded { block_id });
+        self.await_decision(block_id).await
+    }
+
+    /// Waits for the person's decision on a block; other ops go on meanwhile.
+    pub(super) async fn await_decision(&mut self, block_id: BlockId) -> Decision {
         loop {
             if self.ops_closed {
                 return Decision::Abort;
@@ -668,7 +682,7 @@ impl Engine {
     }
 }
 
-fn fenced(tag: &str, code: &str) -> String {
+pub(super) fn fenced(tag: &str, code: &str) -> String {
     let longest = code.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     format!("{fence}{tag}\n{code}\n{fence}\n")

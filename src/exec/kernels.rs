@@ -146,6 +146,20 @@ impl Kernels {
         &self.config
     }
 
+    /// A new set of kernels like these (same configuration, the terminal's current size),
+    /// started under another launch prefix (another sandbox, or none). None start until
+    /// their first block.
+    pub fn relaunched(&self, prefix: Vec<OsString>, refusal: Option<String>) -> Kernels {
+        let (rows, cols) = self.current_size();
+        Kernels::new(KernelConfig {
+            launch_prefix: prefix,
+            launch_refusal: refusal,
+            rows,
+            cols,
+            ..self.config.clone()
+        })
+    }
+
     /// Runs a block in its language's kernel, starting the kernel if needed. Every output
     /// byte goes to `sink` as it arrives. Never fails: what went wrong is in the result.
     pub async fn run(&self, block: &Block, sink: &mut (dyn FnMut(&[u8]) + Send)) -> RunResult {

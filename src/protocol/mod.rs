@@ -11,7 +11,7 @@ mod run;
 mod verdict;
 
 pub use language::Language;
-pub use modes::{ApprovalMode, Network, SandboxMode};
+pub use modes::{ApprovalMode, Backend, Network, SandboxMode, SandboxStatus};
 pub use run::{Cut, RunResult, RunStatus, format_duration};
 pub use verdict::{
     Decision as RuleDecision, Finding, RiskClass, Rule, RuleSource, SimpleCommand, Verdict,
@@ -47,6 +47,8 @@ pub enum Op {
     Undo,
     /// Talk to another model from now on (`provider/name`).
     SetModel { model: String },
+    /// Put the kernels under another sandbox (they restart: their state is lost).
+    SetSandbox { mode: SandboxMode, network: Network },
     /// Stop the engine.
     Shutdown,
 }
@@ -151,6 +153,9 @@ pub enum Event {
         #[serde(default)]
         unattended: bool,
         cwd: String,
+        /// The sandbox around the kernels (absent in old records).
+        #[serde(default)]
+        sandbox: Option<SandboxStatus>,
     },
     /// A message the person sent earlier, in a replayed (resumed) session. The live engine
     /// does not send it: a face shows what its person types as they send it.
@@ -181,6 +186,10 @@ pub enum Event {
     },
     /// The block waits for a `Decision`.
     ApprovalNeeded { block_id: BlockId },
+    /// The block failed, and the sandbox looks like the cause (`reason` quotes the refusal).
+    /// It waits for a `Decision`: to run it again outside the sandbox, once, in a fresh
+    /// kernel (`Run`, or `Edit` with other code), or not (`Skip`, `Abort`).
+    EscalationNeeded { block_id: BlockId, reason: String },
     /// The block will not run.
     BlockSkipped {
         block_id: BlockId,
@@ -229,6 +238,9 @@ pub enum Event {
     TurnFinished { end: TurnEnd },
     /// The conversation changed outside a turn (reset, undo, another model).
     HistoryChanged { messages: usize, note: String },
+    /// The kernels run under another sandbox now; `note` says what changed and whether
+    /// kernels were restarted.
+    SandboxChanged { status: SandboxStatus, note: String },
 }
 
 /// Output bytes travel as bytes in the process and as (lossy) text in JSON.

@@ -89,3 +89,37 @@ impl Network {
         }
     }
 }
+
+/// The mechanism that enforces the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    Bubblewrap,
+    Landlock,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Bubblewrap => "bubblewrap",
+            Backend::Landlock => "landlock",
+        }
+    }
+}
+
+/// The sandbox in force for a session's kernels, as the engine reports it to every face.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxStatus {
+    pub mode: SandboxMode,
+    pub network: Network,
+    /// The backend in force; None when off or unavailable.
+    pub backend: Option<Backend>,
+    /// One line: `sandbox workspace-write (bubblewrap), network on`.
+    pub summary: String,
+    /// A short form for a status bar: `bubblewrap, net off`.
+    pub label: String,
+    /// Set when blocks will not run: a sandbox was asked for and none is available.
+    pub refusal: Option<String>,
+    /// Set when the default sandbox is unavailable and kernels run without one.
+    pub warning: Option<String>,
+}

@@ -25,7 +25,7 @@ pub use landlock::{TRAMPOLINE, trampoline_main};
 /// people whose bubblewrap misbehaves.
 pub const BACKEND_VAR: &str = "OI_TUI_SANDBOX_BACKEND";
 
-pub use crate::protocol::{Network, SandboxMode};
+pub use crate::protocol::{Backend, Network, SandboxMode, SandboxStatus};
 
 /// The `[sandbox]` section of the config file.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -42,22 +42,6 @@ pub struct SandboxSettings {
     pub mode: SandboxMode,
     pub network: Network,
     pub explicit: bool,
-}
-
-/// The mechanism that enforces the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Bubblewrap,
-    Landlock,
-}
-
-impl Backend {
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Bubblewrap => "bubblewrap",
-            Backend::Landlock => "landlock",
-        }
-    }
 }
 
 /// What this machine offers: a backend, or why none.
@@ -78,6 +62,42 @@ pub struct Resolved {
 }
 
 impl Resolved {
+    /// What the engine reports to the faces.
+    pub fn status(&self) -> SandboxStatus {
+        SandboxStatus {
+            mode: self.settings.mode,
+            network: self.settings.network,
+            backend: self.backend,
+            summary: self.summary(),
+            label: self.label(),
+            refusal: self.refusal.clone(),
+            warning: self.warning.clone(),
+        }
+    }
+
+    /// What the model is told: what code may write, and whether it may use the network.
+    pub fn for_model(&self) -> String {
+        let net = match self.settings.network {
+            Network::On => "the network is on",
+            Network::Off => "the network is off (connections are refused)",
+        };
+        let tmp = std::env::temp_dir().display().to_string();
+        match (self.settings.mode, self.backend) {
+            (_, None) if self.refusal.is_some() => {
+                "none is available, so no block can run now; tell the user".to_string()
+            }
+            (SandboxMode::Off, _) | (_, None) => {
+                "none: code runs with all of the user's permissions".to_string()
+            }
+            (SandboxMode::ReadOnly, Some(_)) => {
+                format!("code may write only under the temp dir ({tmp}); {net}")
+            }
+            (SandboxMode::WorkspaceWrite, Some(_)) => format!(
+                "code may write only under the working directory and the temp dir ({tmp}); {net}. Writes elsewhere fail with a read-only or permission error"
+            ),
+        }
+    }
+
     /// One line for the status bar, the headless header and `oi-tui sandbox status`.
     pub fn summary(&self) -> String {
         let net = format!("network {}", self.settings.network.name());

@@ -93,6 +93,9 @@ pub struct Pending {
     pub confirm: Option<Confirm>,
     /// What the panel tells the person instead of the keys (until the next key).
     pub note: Option<String>,
+    /// The block ran and the sandbox stopped it (why): the decision is whether to run it
+    /// again outside the sandbox, once.
+    pub outside: Option<String>,
 }
 
 impl Pending {
@@ -128,6 +131,8 @@ pub struct App {
     pub approval: crate::protocol::ApprovalMode,
     /// The sandbox in force, for the status bar (empty: not shown).
     pub sandbox: String,
+    /// The sandbox's mode and network, as the engine last reported them.
+    pub sandbox_modes: Option<(crate::protocol::SandboxMode, crate::protocol::Network)>,
     pub cwd: String,
     pub chat: Chat,
     /// The assistant's message while it streams.
@@ -203,6 +208,7 @@ impl App {
             model: String::new(),
             approval: crate::protocol::ApprovalMode::Ask,
             sandbox: String::new(),
+            sandbox_modes: None,
             cwd: String::new(),
             chat: Chat::default(),
             streaming: String::new(),
@@ -256,6 +262,7 @@ impl App {
         let running = matches!(self.busy, Busy::Running(..));
         super::keymap::Ctx {
             decision: pending.is_some() && !editing && !reason && self.focus == Focus::Code,
+            escalation: pending.is_some_and(|p| p.outside.is_some()),
             pending: pending.is_some(),
             editing,
             reason,
@@ -316,11 +323,21 @@ impl App {
                 model,
                 approval,
                 cwd,
+                sandbox,
                 ..
             } => {
                 self.model = model;
                 self.approval = approval;
                 self.cwd = cwd;
+                if let Some(sandbox) = sandbox {
+                    self.sandbox_modes = Some((sandbox.mode, sandbox.network));
+                    self.sandbox = sandbox.label;
+                }
+            }
+            Event::SandboxChanged { status, note } => {
+                self.sandbox_modes = Some((status.mode, status.network));
+                self.sandbox = status.label;
+                self.chat.push(Entry::Notice(note));
             }
             Event::UserMessage { text } => self.chat.push(Entry::User(text)),
             Event::RequestStarted { .. } => {
@@ -381,11 +398,13 @@ impl App {
                         reason: false,
                         confirm: None,
                         note: None,
+                        outside: None,
                     });
                     self.code.reset();
                     self.arrive_at_decision();
                 }
             }
+            Event::EscalationNeeded { block_id, reason } => self.offer_outside(block_id, reason),
             Event::BlockSkipped { block_id, reason } => {
                 self.clear_pending(block_id);
                 // A block the policy stopped says why in its own words (the rule, the text).
@@ -593,7 +612,7 @@ impl App {
 
     /// A block waits: the decision takes the keyboard unless the person is typing, or a
     /// narrow terminal shows the last block's output (which stays until they move on).
-    fn arrive_at_decision(&mut self) {
+    pub(super) fn arrive_at_decision(&mut self) {
         let reading_output = !self.wide && self.tab == Focus::Terminal && self.output_shown;
         let typing = (!self.input.is_empty() && self.focus == Focus::Input)
             || self.last_typed.is_some_and(|t| t.elapsed() < STILL_TYPING);

@@ -66,7 +66,9 @@ fn panel_line(app: &App, width: usize, wide: bool) -> Line<'static> {
             return Line::styled(note.clone(), app.theme.warning.add_modifier(Modifier::BOLD));
         }
         if p.editor.is_none() && !p.reason && app.focus != Focus::Code {
-            let what = if app.tab != Focus::Code && !app.wide {
+            let what = if p.outside.is_some() {
+                format!("the sandbox stopped block {}", p.block.id)
+            } else if app.tab != Focus::Code && !app.wide {
                 format!("block {} of {} awaits your decision", p.index, p.of)
             } else {
                 "the block awaits your decision".to_string()
@@ -101,6 +103,15 @@ fn panel_line(app: &App, width: usize, wide: bool) -> Line<'static> {
 pub fn verdict_text(app: &App, narrow: bool) -> Option<String> {
     use crate::protocol::RuleDecision;
     let pending = app.pending.as_ref()?;
+    if let Some(reason) = &pending.outside {
+        // Narrow, the reason is above the code (the context strip).
+        let text = if narrow {
+            "⚠ sandbox stopped it".to_string()
+        } else {
+            format!("⚠ the sandbox stopped block {}: {reason}", pending.block.id)
+        };
+        return Some(crate::safe_text::visible_line(&text));
+    }
     let (verdict, _) = app.verdicts.get(&pending.block.id)?;
     let rule = match &verdict.rule {
         Some(rule) => {
@@ -131,6 +142,7 @@ fn verdict_style(app: &App) -> ratatui::style::Style {
     let quiet = app
         .pending
         .as_ref()
+        .filter(|p| p.outside.is_none())
         .and_then(|p| app.verdicts.get(&p.block.id))
         .is_some_and(|(v, _)| v.highest == crate::protocol::RiskClass::ReadOnly);
     if quiet {
@@ -164,7 +176,12 @@ pub(super) fn draw_panel(frame: &mut Frame, app: &App, area: Rect, bordered: boo
     let mut paragraph = Paragraph::new(lines);
     if bordered {
         // The decision's focus ring is the code pane's; the panel only names it.
-        let title = if decision {
+        let title = if app.ctx().escalation {
+            Line::styled(
+                " Run outside the sandbox? ",
+                app.theme.warning.add_modifier(Modifier::BOLD),
+            )
+        } else if decision {
             Line::styled(
                 " Approve · the decision ",
                 app.theme.focus.add_modifier(Modifier::BOLD),
@@ -364,13 +381,17 @@ fn shorten_path(path: &str, max: usize) -> String {
 }
 
 /// The slash commands, for the help overlay.
-const COMMANDS: [(&str, &str); 6] = [
+const COMMANDS: [(&str, &str); 7] = [
     (
         "!cmd",
         "run cmd in the shell kernel; the model sees it next time",
     ),
     ("/reset /undo", "new conversation; drop the last exchange"),
     ("/model NAME", "talk to another model (provider/name)"),
+    (
+        "/sandbox MODE",
+        "off, read-only, workspace-write, network on|off (restarts kernels)",
+    ),
     (
         "/tokens /export",
         "token use; write the conversation as Markdown",

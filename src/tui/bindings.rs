@@ -62,7 +62,7 @@ pub const TABLE: &[Spec] = &[
         A::Always,
         Some("always"),
         &["a"],
-        W::Decision,
+        W::Proposal,
         "run it, then auto-run this session (asks once more)",
         Some("always"),
     ),

@@ -58,6 +58,9 @@ pub enum When {
     Always,
     /// A block waits and the decision (code pane) has focus.
     Decision,
+    /// The decision has focus, on a block the model proposed (not on running a block the
+    /// sandbox stopped again outside it: auto-run and rules do not apply there).
+    Proposal,
     /// A block waits (whatever has focus).
     Pending,
     /// The block's editor is open.
@@ -80,6 +83,8 @@ pub enum When {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Ctx {
     pub decision: bool,
+    /// The decision is whether to run a block the sandbox stopped again outside it.
+    pub escalation: bool,
     pub pending: bool,
     pub editing: bool,
     pub reason: bool,
@@ -95,6 +100,7 @@ impl When {
         match self {
             When::Always => true,
             When::Decision => ctx.decision,
+            When::Proposal => ctx.decision && !ctx.escalation,
             When::Pending => ctx.pending && !ctx.editing && !ctx.reason,
             When::Editing => ctx.editing,
             When::Reason => ctx.reason,
@@ -267,7 +273,10 @@ fn overlap(a: When, b: When) -> bool {
     let pair = |x: When, y: When| (a == x && b == y) || (a == y && b == x);
     // The decision has focus while a block is pending; a block runs while the chat or the
     // input has focus; the code pane scrolls while it is the decision.
-    pair(Decision, Pending)
+    pair(Decision, Proposal)
+        || pair(Proposal, Pending)
+        || pair(Proposal, Scrolling)
+        || pair(Decision, Pending)
         || pair(Decision, Scrolling)
         || pair(Pending, Input)
         || pair(Pending, Chat)
@@ -305,7 +314,9 @@ impl Keymap {
             }
             for i in rows {
                 let when = TABLE[i].when;
-                if binding.types() && !matches!(when, When::Decision | When::Scrolling) {
+                if binding.types()
+                    && !matches!(when, When::Decision | When::Proposal | When::Scrolling)
+                {
                     return Err(format!(
                         "[keys] {name}: `{key}` types a character, and {name} applies while you type; bind it with ctrl- or alt-, or to a function key"
                     ));
@@ -388,7 +399,7 @@ impl Keymap {
     /// Every row for the help overlay, as (section, keys, what), grouped by section.
     pub fn help(&self) -> Vec<(&'static str, String, &'static str)> {
         let section = |w: When| match w {
-            When::Decision | When::Pending => "When a block awaits your decision",
+            When::Decision | When::Proposal | When::Pending => "When a block awaits your decision",
             When::Editing | When::Reason => "Editing a block, giving a reason",
             When::Input => "In the message input",
             When::Scrolling => "In the code pane and an idle terminal",

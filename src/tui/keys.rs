@@ -474,8 +474,9 @@ impl App {
                 return vec![Effect::Export(expand_home(arg), self.transcript())];
             }
             "export" => self.chat.push(Entry::Notice("/export PATH writes the conversation as Markdown".into())),
+            "sandbox" => return self.sandbox_command(arg),
             other => self.chat.push(Entry::Error(format!(
-                "unknown command /{other}; try /help, /reset, /undo, /model NAME, /tokens, /export PATH, /quit"
+                "unknown command /{other}; try /help, /reset, /undo, /model NAME, /sandbox MODE, /tokens, /export PATH, /quit"
             ))),
         }
         Vec::new()
@@ -643,6 +644,15 @@ fn expand_home(path: &str) -> std::path::PathBuf {
 pub fn hints(app: &App) -> Vec<(String, &'static str)> {
     let ctx = app.ctx();
     let mut hints = app.keymap.hints(&ctx);
+    if ctx.escalation {
+        for (_, what) in &mut hints {
+            *what = match *what {
+                "run" => "run outside, once",
+                "skip" => "leave it",
+                other => other,
+            };
+        }
+    }
     if ctx.terminal {
         let running = matches!(app.busy, Busy::Running(..));
         hints.retain(|(_, what)| *what != "scroll" && (!running || *what != "next pane"));

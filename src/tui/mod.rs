@@ -19,6 +19,7 @@ pub mod keymap;
 pub mod keys;
 pub mod markdown;
 mod md_layout;
+mod offers;
 pub mod stream;
 pub mod terminal;
 pub mod theme;

@@ -101,7 +101,7 @@ pub fn layout(area: Rect, app: &App) -> Areas {
     let mut context = None;
     if shown == Focus::Code
         && app.pending.as_ref().is_some_and(|p| p.editor.is_none())
-        && last_message(app).is_some()
+        && (last_message(app).is_some() || app.ctx().escalation)
         && content.height >= 12
     {
         let strip = 3.min(content.height / 4);
@@ -273,8 +273,20 @@ fn draw_tabs(frame: &mut Frame, app: &App, area: Rect, areas: &Areas) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-/// The end of the model's message, above a waiting block in the narrow code tab.
+/// The end of the model's message, above a waiting block in the narrow code tab; above a
+/// block the sandbox stopped, why it looks stopped.
 fn draw_context(frame: &mut Frame, app: &App, area: Rect) {
+    if let Some(reason) = app.pending.as_ref().and_then(|p| p.outside.as_ref()) {
+        let text = crate::safe_text::visible_line(&format!("⚠ the sandbox stopped it: {reason}"));
+        let line = Line::styled(text, app.theme.warning);
+        let shown: Vec<Line<'static>> =
+            super::markdown::wrap(&[line], area.width.saturating_sub(1))
+                .into_iter()
+                .take(area.height as usize)
+                .collect();
+        frame.render_widget(Paragraph::new(shown), area);
+        return;
+    }
     let Some(text) = last_message(app) else {
         return;
     };

@@ -2,6 +2,7 @@ mod approval;
 mod cli;
 mod engine_items;
 mod engine_ops;
+mod escalation;
 mod headless;
 mod kernels;
 mod kernels_control;

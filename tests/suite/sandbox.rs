@@ -286,3 +286,27 @@ async fn read_only_and_git_stay_read_only() {
     assert!(!out.status.success(), "{}", text(&out));
     assert!(!layout.path("ws").join(".git/hook").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_terminal_a_refused_block_stays_refused_and_the_model_hears_why() {
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let outside = layout.path("outside").join("escaped.txt");
+        let code = format!("touch '{}'", outside.display());
+        let server =
+            ModelServer::start(vec![Reply::tool("shell", &code), Reply::text("Done.")]).await;
+        let out = layout.task(backend, &server, &[]).await;
+        let all = text(&out);
+        assert!(!outside.exists(), "{backend}: the block escaped:\n{all}");
+        assert!(
+            all.contains("looks stopped by the sandbox") || all.contains("Read-only"),
+            "{backend}:\n{all}"
+        );
+        let told = server.chats()[1].all_text();
+        assert!(
+            told.contains("looks like the sandbox stopped it")
+                && told.contains("Nobody can allow a block outside the sandbox here"),
+            "{backend}: {told}"
+        );
+    }
+}

@@ -88,6 +88,11 @@ pub fn engine_config(
         approval: oi_tui::protocol::ApprovalMode::Auto,
         unattended: false,
         rules: Default::default(),
+        // Engine tests run kernels unsandboxed; the sandbox tests ask for one themselves.
+        sandbox: oi_tui::sandbox::SandboxSettings {
+            mode: oi_tui::protocol::SandboxMode::Off,
+            ..Default::default()
+        },
         system_message: None,
         custom_instructions: None,
         context_window: 32_768,

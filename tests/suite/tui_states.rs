@@ -21,6 +21,7 @@ pub(super) fn fresh() -> App {
         approval: oi_tui::protocol::ApprovalMode::Ask,
         unattended: false,
         cwd: "/home/ada/project".into(),
+        sandbox: None,
     }));
     app
 }
