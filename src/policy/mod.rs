@@ -19,12 +19,14 @@ mod analysis;
 pub mod rules;
 pub mod script;
 mod shell;
+mod suggest;
 pub mod verdict;
 
 use std::path::PathBuf;
 
 pub use rules::{RuleError, RuleLists, Rules};
 pub use script::Language;
+pub use suggest::Suggestion;
 pub use verdict::{Decision, Finding, RiskClass, Rule, RuleSource, SimpleCommand, Verdict};
 
 use analysis::{Analysis, Frame};
@@ -55,9 +57,16 @@ impl Policy {
     /// `python`, `js`, `ruby`, `perl`, `r`); an unknown language is "cannot tell".
     pub fn judge(&self, language: &str, code: &str) -> Verdict {
         let lang = Language::from_tag(language);
+        self.finish(self.analyse(lang, code, false), lang)
+    }
+
+    /// Reads a block: findings, simple commands and the rule decision for each (and the
+    /// views the rules judged, with `keep_views`).
+    fn analyse<'a>(&'a self, lang: Language, code: &'a str, keep_views: bool) -> Analysis<'a> {
         let mut an = Analysis::new(&self.rules, &self.root, code);
+        an.keep_views = keep_views;
         script::analyse_nested(&mut an, lang, code, &Frame::default());
-        self.finish(an, lang)
+        an
     }
 
     fn finish(&self, an: Analysis<'_>, lang: Language) -> Verdict {

@@ -13,6 +13,7 @@ mod secrets;
 mod sessions;
 mod sessions_browser;
 mod sessions_resume;
+mod suggest;
 mod support;
 mod terminal;
 mod tmux;
