@@ -156,10 +156,53 @@ fn add_rule_text(path: &Path, decision: Decision, prefix: &str) -> Result<(Added
     if list.iter().any(same) {
         return Ok((Added::AlreadyThere, text.unwrap_or_default()));
     }
-    list.push(prefix.as_str());
+    push_keeping_layout(list, &prefix);
     let new_text = doc.to_string();
     write_atomic(&target, &new_text)?;
     Ok((Added::Saved, new_text))
+}
+
+/// Appends a string to an array in its layout: in a list written one entry per line, the
+/// new entry gets its own line with the same indent, and a comment after the last entry
+/// stays on that entry's line.
+fn push_keeping_layout(list: &mut Array, text: &str) {
+    let last_prefix = list
+        .iter()
+        .last()
+        .and_then(|v| v.decor().prefix())
+        .and_then(|p| p.as_str())
+        .filter(|p| p.contains('\n'))
+        .map(str::to_string);
+    let Some(last_prefix) = last_prefix else {
+        list.push(text);
+        return;
+    };
+    let indent = last_prefix.rsplit('\n').next().unwrap_or("").to_string();
+    let mut trailing = list.trailing().as_str().unwrap_or("").to_string();
+    if !list.trailing_comma() {
+        // Without a trailing comma, the line break after the last entry is its suffix.
+        let last = list.len().saturating_sub(1);
+        if let Some(v) = list.get_mut(last) {
+            let suffix = v
+                .decor()
+                .suffix()
+                .and_then(|s| s.as_str())
+                .unwrap_or("")
+                .to_string();
+            trailing = format!("{suffix}{trailing}");
+            v.decor_mut().set_suffix("");
+        }
+    }
+    let (head, tail) = match trailing.rfind('\n') {
+        Some(i) => (trailing[..=i].to_string(), trailing[i + 1..].to_string()),
+        None => ("\n".to_string(), trailing.clone()),
+    };
+    let mut value = Value::from(text);
+    value.decor_mut().set_prefix(format!("{head}{indent}"));
+    value.decor_mut().set_suffix("");
+    list.push_formatted(value);
+    list.set_trailing(format!("\n{tail}"));
+    list.set_trailing_comma(true);
 }
 
 /// Writes `text` to `path` through a temp file in the same directory and a rename, so
@@ -246,6 +289,27 @@ mod tests {
         assert!(after.contains("# the local one") && after.contains("[profiles.work]"));
         let parsed: toml::Table = toml::from_str(&after).unwrap();
         assert_eq!(parsed["policy"]["ask"][0].as_str(), Some("git commit"));
+    }
+
+    #[test]
+    fn a_list_written_one_per_line_gets_one_more_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        for (before, after) in [
+            (
+                "[policy]\nallow = [\n    \"pwd\", # here\n]\n",
+                "[policy]\nallow = [\n    \"pwd\", # here\n    \"ls\",\n]\n",
+            ),
+            (
+                "[policy]\nallow = [\n  \"pwd\"\n]\n",
+                "[policy]\nallow = [\n  \"pwd\",\n  \"ls\",\n]\n",
+            ),
+            ("[policy]\nallow = []\n", "[policy]\nallow = [\"ls\"]\n"),
+        ] {
+            std::fs::write(&path, before).unwrap();
+            add_rule(&path, Decision::Allow, "ls").unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), after);
+        }
     }
 
     #[test]

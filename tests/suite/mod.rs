@@ -17,6 +17,7 @@ mod suggest;
 mod support;
 mod terminal;
 mod tmux;
+mod trust;
 mod tui_e2e;
 mod tui_states;
 mod tui_stream;
