@@ -111,7 +111,7 @@ pub fn check(path: &Path, text: &str) -> Result<ProjectFile, String> {
             .span()
             .map(|s| crate::rules_file::line_col(text, s.start))
             .unwrap_or((1, 1));
-        format!("{shown}:{line}:{col}: {}", e.message().trim_end())
+        format!("{shown}:{line}:{col}: {}", visible(e.message().trim_end()))
     })?;
     let mut refused = Vec::new();
     for (key, _) in doc.as_table().iter() {
@@ -146,7 +146,7 @@ pub fn check(path: &Path, text: &str) -> Result<ProjectFile, String> {
             .span()
             .map(|s| crate::rules_file::line_col(text, s.start))
             .unwrap_or((1, 1));
-        format!("{shown}:{line}:{col}: {}", e.message().trim_end())
+        format!("{shown}:{line}:{col}: {}", visible(e.message().trim_end()))
     })?;
     let lists = parsed.policy.unwrap_or_default();
     let errors = Rules::new().add_lists(&lists, RuleSource::Project);
@@ -401,6 +401,10 @@ mod tests {
         std::fs::write(path_in(&cwd), "[policy]\nallow = [\"ls\"\n").unwrap();
         let err = read_file(&path_in(&cwd)).unwrap_err();
         assert!(err.contains(".oi-tui.toml:2:"), "{err}");
+
+        std::fs::write(path_in(&cwd), "[policy]\n\"a\\u001b]0;t\\u0007\" = 1\n").unwrap();
+        let err = read_file(&path_in(&cwd)).unwrap_err();
+        assert!(!err.contains('\u{1b}') && err.contains("␛"), "{err}");
 
         std::fs::write(path_in(&cwd), "[policy]\nallow = [\"ls; rm x\"]\n").unwrap();
         let err = read_file(&path_in(&cwd)).unwrap_err();

@@ -108,7 +108,7 @@ fn add_rule_text(path: &Path, decision: Decision, prefix: &str) -> Result<(Added
             format!(
                 "cannot add the rule: {shown} does not parse at line {line}, column {col}: {}; \
                  the file is left as it was",
-                e.message().trim_end()
+                crate::safe_text::visible(e.message().trim_end())
             )
         })?,
     };

@@ -149,3 +149,69 @@ fn describe(file: &ProjectFile, out: &mut dyn Write) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn settings(root: &std::path::Path) -> crate::config::Settings {
+        let cwd = root.join("proj");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let config = root.join("config.toml");
+        std::fs::write(&config, "").unwrap();
+        let flags = crate::config::FlagSettings {
+            config: Some(config),
+            settings: crate::config::FileSettings {
+                cwd: Some(cwd),
+                data_dir: Some(root.join("data")),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        crate::config::load(&flags, &|_| None).unwrap()
+    }
+
+    fn ask(settings: &crate::config::Settings, answer: &str) -> (Result<i32, String>, String) {
+        let mut out = Vec::new();
+        let mut input = std::io::Cursor::new(answer.as_bytes().to_vec());
+        let r = run_with(&TrustArgs::default(), settings, true, &mut input, &mut out);
+        (r, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn on_a_terminal_it_asks_and_only_yes_trusts() {
+        let root = tempfile::tempdir().unwrap();
+        let s = settings(root.path());
+        std::fs::write(
+            s.cwd.join(project_rules::PROJECT_FILE),
+            "[policy]\nask = [\"git commit\"]\ndeny = [\"git\\u001bpush\\u202e\"]\n",
+        )
+        .unwrap();
+        let (r, out) = ask(&s, "\n");
+        assert_eq!(r, Ok(1));
+        assert!(out.contains("Trust these rules for "), "{out}");
+        assert!(out.contains("[y/N]"), "{out}");
+        assert!(out.contains("Not trusted"), "{out}");
+        // Text from the file cannot act on the terminal.
+        assert!(
+            !out.contains('\u{1b}') && out.contains("git␛push⟨U+202E⟩"),
+            "{out}"
+        );
+        assert!(out.contains("ask: commands starting with these words always ask first"));
+        let file = project_rules::read_file(&project_rules::path_in(&s.cwd)).unwrap();
+        assert_eq!(
+            project_rules::trust_state(&s.data_dir, &file).unwrap(),
+            TrustState::Untrusted
+        );
+        let (r, out) = ask(&s, "y\n");
+        assert_eq!(r, Ok(0), "{out}");
+        assert_eq!(
+            project_rules::trust_state(&s.data_dir, &file).unwrap(),
+            TrustState::Trusted
+        );
+        let (r, out) = ask(&s, "");
+        assert_eq!(r, Ok(0));
+        assert!(out.contains("already trusted"), "{out}");
+    }
+}
