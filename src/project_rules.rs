@@ -7,8 +7,8 @@
 //!
 //! Trust: the rules apply only when the user trusted exactly the file's current content
 //! (`oi-tui trust`). The trust is kept in the data directory, in `trusted-projects.json`
-//! (0600): the canonical path of each trusted file and the exact text trusted, not a hash.
-//! An untrusted or changed file does not apply, and loading the config says so.
+//! (0600): each trusted file's path in its canonical directory and the exact text trusted,
+//! not a hash. An untrusted or changed file does not apply, and loading the config says so.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ pub const TRUST_FILE: &str = "trusted-projects.json";
 /// A project file that was read and checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectFile {
-    /// Its canonical path (the key of its trust).
+    /// Its path in the canonical working directory (the key of its trust).
     pub path: PathBuf,
     /// Its exact text.
     pub text: String,
@@ -105,7 +105,7 @@ pub fn read_file(path: &Path) -> Result<ProjectFile, String> {
 /// lists of strings, and every rule is valid.
 pub fn check(path: &Path, text: &str) -> Result<ProjectFile, String> {
     let shown = visible(&path.display().to_string());
-    let canonical = std::fs::canonicalize(path).map_err(|e| format!("{shown}: {e}"))?;
+    let canonical = trust_key_path(path).map_err(|e| format!("{shown}: {e}"))?;
     let doc = toml_edit::Document::parse(text).map_err(|e| {
         let (line, col) = e
             .span()
@@ -158,6 +158,20 @@ pub fn check(path: &Path, text: &str) -> Result<ProjectFile, String> {
         text: text.to_string(),
         lists,
     })
+}
+
+/// Where a project file applies, as its trust is keyed: the canonical directory it sits
+/// in, joined with its name. (Not where a symlink points: trusting rules for one directory
+/// must not make them apply in another that links to the same file.)
+fn trust_key_path(path: &Path) -> std::io::Result<PathBuf> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .unwrap_or(std::ffi::OsStr::new(PROJECT_FILE));
+    Ok(std::fs::canonicalize(dir)?.join(name))
 }
 
 fn store_path(data_dir: &Path) -> PathBuf {
@@ -236,7 +250,7 @@ pub fn trust(data_dir: &Path, file: &ProjectFile) -> Result<(), String> {
 /// Forgets the trust in the project file at `path` (canonical or not). Returns whether
 /// there was one.
 pub fn revoke(data_dir: &Path, path: &Path) -> Result<bool, String> {
-    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let canonical = trust_key_path(path).unwrap_or_else(|_| path.to_path_buf());
     let mut store = read_store(data_dir)?;
     let removed = store.projects.remove(&key_of(&canonical)?).is_some()
         | store.projects.remove(&key_of(path)?).is_some();
@@ -364,7 +378,7 @@ mod tests {
         trust(&data, &read_file(&path_in(&cwd)).unwrap()).unwrap();
         let stored = std::fs::read_to_string(data.join(TRUST_FILE)).unwrap();
         let store: serde_json::Value = serde_json::from_str(&stored).unwrap();
-        let key = std::fs::canonicalize(path_in(&cwd)).unwrap();
+        let key = std::fs::canonicalize(&cwd).unwrap().join(PROJECT_FILE);
         assert_eq!(
             store["projects"][key.to_str().unwrap()].as_str(),
             Some(text)
@@ -409,6 +423,21 @@ mod tests {
         std::fs::write(path_in(&cwd), "[policy]\nallow = [\"ls; rm x\"]\n").unwrap();
         let err = read_file(&path_in(&cwd)).unwrap_err();
         assert!(err.contains("shell syntax"), "{err}");
+    }
+
+    #[test]
+    fn trust_is_for_a_directory_not_for_where_a_symlink_points() {
+        let text = "[policy]\nallow = [\"ls\"]\n";
+        let (root, cwd, data) = setup(text);
+        trust(&data, &read_file(&path_in(&cwd)).unwrap()).unwrap();
+        let other = root.path().join("other");
+        std::fs::create_dir(&other).unwrap();
+        std::os::unix::fs::symlink(path_in(&cwd), path_in(&other)).unwrap();
+        let (rules, warnings) = applied(&other, &data);
+        assert!(rules.is_empty());
+        assert!(warnings[0].contains("not trusted"), "{warnings:?}");
+        let (rules, _) = applied(&cwd, &data);
+        assert!(!rules.is_empty());
     }
 
     #[test]
