@@ -130,7 +130,7 @@ fn describe(file: &ProjectFile, out: &mut dyn Write) -> std::io::Result<()> {
     for (name, what, list) in [
         (
             "allow",
-            "run without a question under --approval rules (and --safe-mode)",
+            "run without a question under --approval rules and --safe-mode",
             &file.lists.allow,
         ),
         ("ask", "always ask first, even under -y", &file.lists.ask),
@@ -139,13 +139,19 @@ fn describe(file: &ProjectFile, out: &mut dyn Write) -> std::io::Result<()> {
         if list.is_empty() {
             continue;
         }
-        writeln!(out, "  {name}: commands starting with these words {what}:")?;
+        writeln!(out, "  {name} — {what}:")?;
         for rule in list {
             writeln!(out, "    {}", crate::safe_text::visible_line(rule))?;
         }
     }
     if file.is_empty() {
         writeln!(out, "  (the file holds no rules)")?;
+    } else {
+        writeln!(
+            out,
+            "A rule matches every command that starts with its words (`git status` matches \
+             `git status -s`)."
+        )?;
     }
     Ok(())
 }
@@ -198,7 +204,7 @@ mod tests {
             !out.contains('\u{1b}') && out.contains("git␛push⟨U+202E⟩"),
             "{out}"
         );
-        assert!(out.contains("ask: commands starting with these words always ask first"));
+        assert!(out.contains("  ask — always ask first, even under -y:\n    git commit\n"));
         let file = project_rules::read_file(&project_rules::path_in(&s.cwd)).unwrap();
         assert_eq!(
             project_rules::trust_state(&s.data_dir, &file).unwrap(),

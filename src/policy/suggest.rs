@@ -157,6 +157,17 @@ fn takes_value(tool: &str, option: &str) -> bool {
 const SYSTEM_DIRS: &[&str] = &["/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"];
 
 impl Policy {
+    /// Adds one rule to the policy in force (after it was saved to a config file, so that
+    /// the next block meets it at once). Invalid prefixes are refused as `Rules::add` does.
+    pub fn add_rule(
+        &mut self,
+        decision: Decision,
+        prefix: &str,
+        source: RuleSource,
+    ) -> Result<(), super::RuleError> {
+        self.rules.add(decision, prefix, source)
+    }
+
     /// The prefixes that, added as allow rules, would let this block run under
     /// `--approval rules`, or why no rule can.
     pub fn suggest_allow(&self, language: &str, code: &str) -> Suggestion {
@@ -403,6 +414,15 @@ mod tests {
 
     #[test]
     fn rules_already_in_force_are_not_proposed_again() {
+        let mut p = policy(&[], &[]);
+        assert_eq!(prefixes(&p, "ls -l"), ["ls"]);
+        p.add_rule(Decision::Allow, "ls", RuleSource::Project)
+            .unwrap();
+        assert_eq!(p.judge("bash", "ls -l").decision, Decision::Allow);
+        assert!(
+            p.add_rule(Decision::Allow, "ls;", RuleSource::User)
+                .is_err()
+        );
         let p = policy(&["ls"], &[]);
         assert_eq!(prefixes(&p, "ls; pwd"), ["pwd"]);
         assert_eq!(p.suggest_allow("sh", "ls -l"), Suggestion::AlreadyAllowed);

@@ -168,7 +168,7 @@ async fn trusted_rules_apply_until_the_file_changes() {
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("(1 allow, 1 deny)"), "{stdout}");
-    assert!(stdout.contains("allow: commands starting with these words run without a question"));
+    assert!(stdout.contains("allow — run without a question under --approval rules"));
     assert!(
         stdout.contains("\n    ls\n") && stdout.contains("\n    touch\n"),
         "{stdout}"
