@@ -65,6 +65,8 @@ pub fn add_project_rule(
     if path.exists() {
         let file = project_rules::read_file(&path)?;
         match project_rules::trust_state(data_dir, &file)? {
+            // A file without rules has nothing the user could trust unknowingly.
+            _ if file.is_empty() => {}
             TrustState::Trusted => {}
             TrustState::Untrusted => {
                 return Err(format!(
@@ -365,6 +367,44 @@ mod tests {
         assert!(after.contains("# inline"), "{after}");
         let parsed: toml::Table = toml::from_str(&after).unwrap();
         assert_eq!(parsed["policy"]["allow"][1].as_str(), Some("pwd"));
+    }
+
+    #[test]
+    fn project_rules_are_added_only_to_a_trusted_file_and_stay_trusted() {
+        let root = tempfile::tempdir().unwrap();
+        let (cwd, data) = (root.path().join("p"), root.path().join("d"));
+        std::fs::create_dir(&cwd).unwrap();
+        let file = cwd.join(project_rules::PROJECT_FILE);
+        let state = || {
+            let f = project_rules::read_file(&file).unwrap();
+            project_rules::trust_state(&data, &f).unwrap()
+        };
+        // Absent: created, and trusted (the user's own rule).
+        assert_eq!(
+            add_project_rule(&cwd, &data, Decision::Allow, "ls"),
+            Ok(Added::Saved)
+        );
+        assert_eq!(state(), TrustState::Trusted);
+        assert_eq!(
+            add_project_rule(&cwd, &data, Decision::Deny, "git push"),
+            Ok(Added::Saved)
+        );
+        assert_eq!(state(), TrustState::Trusted);
+        // Changed by someone else: refused, and the file is left as it is.
+        let text = "[policy]\nallow = [\"ls\", \"rm\"]\n";
+        std::fs::write(&file, text).unwrap();
+        let err = add_project_rule(&cwd, &data, Decision::Allow, "pwd").unwrap_err();
+        assert!(err.contains("changed since you trusted them"), "{err}");
+        assert!(err.contains("oi-tui trust"), "{err}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+        assert_eq!(state(), TrustState::Changed);
+        // A file with no rules holds nothing to trust unknowingly.
+        std::fs::write(&file, "# rules go here\n").unwrap();
+        assert_eq!(
+            add_project_rule(&cwd, &data, Decision::Allow, "pwd"),
+            Ok(Added::Saved)
+        );
+        assert_eq!(state(), TrustState::Trusted);
     }
 
     #[test]
