@@ -72,6 +72,7 @@ fn frame_time() {
                 of: 1,
                 verdict: None,
                 gate: None,
+                allow: None,
             },
             2 => Event::Notice {
                 message: format!("note {i}: the model was told"),

@@ -191,6 +191,9 @@ pub enum Command {
     /// Show the sandbox in force (`sandbox status`), or run one command in it
     /// (`sandbox -- CMD…`), with the same flags and config as blocks get.
     Sandbox(SandboxArgs),
+    /// Review the rules of this directory's project file (.oi-tui.toml) and trust them, so
+    /// that they apply; `--revoke` forgets the trust.
+    Trust(crate::trust_cmd::TrustArgs),
 }
 
 #[derive(Debug, Args)]

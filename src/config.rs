@@ -134,7 +134,8 @@ pub struct Settings {
     pub env: crate::secrets::EnvSettings,
     /// `--approval` (or `approval =`), when said; else `-y` means auto and the face decides.
     pub approval: Option<crate::protocol::ApprovalMode>,
-    /// The `[policy]` rules of the config file and the profile in use, together.
+    /// The `[policy]` rules of the config file and the profile in use, and those of the
+    /// project file (`.oi-tui.toml` in `cwd`) when the user trusted it.
     pub rules: crate::policy::Rules,
     /// `--safe-mode`: the rules decide what runs (unless `--approval` or `-y` says
     /// otherwise); the sandbox part is in `sandbox`.
@@ -241,6 +242,7 @@ impl Settings {
             approval,
             unattended,
             rules: self.rules.clone(),
+            user_config: crate::rules_file::user_config_path(self),
             sandbox: self.sandbox,
             system_message: self.system_message.clone(),
             custom_instructions: self.custom_instructions.clone(),
@@ -418,6 +420,13 @@ pub fn load(
             });
         }
     }
+    let data_dir = layers
+        .iter()
+        .rev()
+        .find_map(|s| s.data_dir.clone())
+        .unwrap_or_else(default_data_dir);
+    // The project file's rules, when the user trusted it as it is.
+    crate::project_rules::apply(&cwd, &data_dir, &mut rules, &mut warnings);
     if let Some(path) = &config_path
         && file.settings.api_key.is_some()
     {
@@ -448,11 +457,7 @@ pub fn load(
         max_turns,
         timeout: seconds("timeout", last(&|s| s.timeout))?,
         cwd,
-        data_dir: layers
-            .iter()
-            .rev()
-            .find_map(|s| s.data_dir.clone())
-            .unwrap_or_else(default_data_dir),
+        data_dir,
         connect_timeout: seconds("connect_timeout", last(&|s| s.connect_timeout))?
             .unwrap_or(Duration::from_secs(10)),
         idle_timeout: seconds("idle_timeout", last(&|s| s.idle_timeout))?

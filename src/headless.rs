@@ -348,6 +348,7 @@ impl Transcript {
                 of,
                 verdict,
                 gate,
+                ..
             } => {
                 self.line_break();
                 let name = block.language_name();
@@ -418,6 +419,7 @@ impl Transcript {
             ),
             Event::Notice { message }
             | Event::HistoryChanged { note: message, .. }
+            | Event::RulesChanged { note: message, .. }
             | Event::SandboxChanged { note: message, .. } => {
                 self.line_break();
                 eprintln!("oi-tui: {}", visible(message));

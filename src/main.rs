@@ -66,6 +66,15 @@ fn main() {
                     }
                 }
             }
+            Some(Command::Trust(args)) => {
+                match config::load(&cli.options.flag_settings(), &|k| std::env::var(k).ok()) {
+                    Ok(settings) => oi_tui::trust_cmd::run(&args, &settings),
+                    Err(message) => {
+                        eprintln!("oi-tui: {message}");
+                        CONFIG_ERROR
+                    }
+                }
+            }
             None => model_loop(cli.options).await,
         }
     });

@@ -16,6 +16,7 @@ mod history;
 mod memory;
 mod prompt;
 mod reply;
+mod rules;
 mod sandbox;
 mod turn;
 
@@ -48,6 +49,8 @@ pub struct EngineConfig {
     pub unattended: bool,
     /// The `[policy]` rules; the workspace root they judge deletes against is `kernels.cwd`.
     pub rules: crate::policy::Rules,
+    /// The user's config file, where "always allow" rules are saved (None: none known).
+    pub user_config: Option<PathBuf>,
     /// The sandbox asked for; the engine starts every kernel under it (`kernels`'s launch
     /// prefix and refusal are set from it).
     pub sandbox: crate::sandbox::SandboxSettings,

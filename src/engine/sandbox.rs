@@ -107,8 +107,15 @@ impl Engine {
         });
         let original = code;
         let code = match self.await_decision(block_id).await {
-            Decision::Run | Decision::RunAlways { code: None } => original.to_string(),
-            Decision::Edit { code } | Decision::RunAlways { code: Some(code) } => code,
+            // Leaving the sandbox is for this run only: "always" does not apply to it.
+            Decision::Run
+            | Decision::RunAlways { code: None }
+            | Decision::AllowAlways { code: None, .. } => original.to_string(),
+            Decision::Edit { code }
+            | Decision::RunAlways { code: Some(code) }
+            | Decision::AllowAlways {
+                code: Some(code), ..
+            } => code,
             Decision::Skip { reason: why } => {
                 self.emit(Event::Notice {
                     message: "Not run outside the sandbox.".to_string(),

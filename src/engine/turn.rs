@@ -149,14 +149,21 @@ impl Engine {
                     outcomes.push(self.skip(proposal, STOPPED.to_string()));
                     continue;
                 }
-                // The mode may have changed since (auto mode turned on at an earlier block).
+                // The mode and the rules may have changed since (auto mode turned on, or a
+                // rule saved, at an earlier block).
+                proposal.verdict = self.judge(&proposal.block);
                 proposal.gate = self.gate(&proposal.verdict);
+                let allow = (proposal.gate.action == GateAction::Ask && proposal.invalid.is_none())
+                    .then(|| {
+                        self.allow_offer(proposal.block.language_name(), &proposal.block.code)
+                    });
                 self.emit(Event::BlockProposed {
                     block: proposal.block.clone(),
                     index: i + 1,
                     of: count,
                     verdict: Some(proposal.verdict.clone()),
                     gate: Some(proposal.gate.clone()),
+                    allow,
                 });
                 let (outcome, stop) = self.handle(proposal).await;
                 outcomes.push(outcome);
@@ -381,21 +388,26 @@ impl Engine {
                 )
             })
         });
-        let judged_as = language.map_or(tag.as_str(), |l| l.name());
-        let verdict = self.policy.judge(judged_as, &code);
+        let block = ProposedBlock {
+            id,
+            language_tag: tag,
+            language,
+            code,
+        };
+        let verdict = self.judge(&block);
         let gate = self.gate(&verdict);
         Proposal {
-            block: ProposedBlock {
-                id,
-                language_tag: tag,
-                language,
-                code,
-            },
+            block,
             call_id,
             invalid,
             verdict,
             gate,
         }
+    }
+
+    /// The policy's verdict under the rules in force now.
+    fn judge(&self, block: &ProposedBlock) -> Verdict {
+        self.policy.judge(block.language_name(), &block.code)
     }
 
     pub(super) fn take_block_id(&mut self) -> BlockId {
@@ -426,7 +438,7 @@ impl Engine {
         };
         let decision = match proposal.gate.action {
             GateAction::Run => Decision::Run,
-            GateAction::Ask => self.decide(proposal.block.id).await,
+            GateAction::Ask => self.decide_saving_rules(proposal.block.id).await,
             GateAction::Deny => {
                 let why = denied_text(&proposal.gate);
                 return (self.skip(proposal, why), false);
@@ -451,10 +463,14 @@ impl Engine {
                     None => (proposal.block.code.clone(), false),
                 }
             }
-            Decision::Edit { code } => {
+            Decision::Edit { code }
+            | Decision::AllowAlways {
+                code: Some(code), ..
+            } => {
                 let edited = code != proposal.block.code;
                 (code, edited)
             }
+            Decision::AllowAlways { code: None, .. } => (proposal.block.code.clone(), false),
             Decision::Skip { reason } => {
                 let text = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
                     Some(r) => {
@@ -502,6 +518,34 @@ impl Engine {
             },
             interrupted,
         )
+    }
+
+    /// Asks the person; "always allow" saves its rules here, and when they cannot be saved
+    /// the person hears why and is asked again.
+    async fn decide_saving_rules(&mut self, block_id: BlockId) -> Decision {
+        loop {
+            let decision = self.decide(block_id).await;
+            let Decision::AllowAlways {
+                prefixes,
+                save_to,
+                code,
+            } = decision
+            else {
+                return decision;
+            };
+            match self.allow_always(&prefixes, save_to) {
+                Ok(()) => {
+                    return match code {
+                        Some(code) => Decision::Edit { code },
+                        None => Decision::Run,
+                    };
+                }
+                Err(message) => self.emit(Event::Error {
+                    kind: ErrorKind::Config,
+                    message,
+                }),
+            }
+        }
     }
 
     /// Asks the person.

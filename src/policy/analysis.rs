@@ -64,6 +64,15 @@ pub(crate) struct Analysis<'a> {
     pub gating: Vec<bool>,
     /// Something could not be seen through: never allowed by a rule.
     pub opaque: bool,
+    /// The finding that made the block opaque (the first one), for explanations.
+    pub opaque_at: Option<usize>,
+    /// Parallel to `commands`: the views the rules judged (the command as written and each
+    /// command it runs, with whether that view must itself be allowed), for suggestions.
+    /// Filled only when `keep_views` is set (suggestions), so that verdicts stay lean.
+    pub views: Vec<Vec<(Vec<String>, bool)>>,
+    pub keep_views: bool,
+    /// The finding behind `unallowable` (the first one), for explanations.
+    pub unallowable_at: Option<usize>,
     /// Functions defined in the block (their bodies are judged where they are defined).
     pub functions: std::collections::HashSet<String>,
     /// Variables set to literal values in the block (`X=rm`).
@@ -88,6 +97,10 @@ impl<'a> Analysis<'a> {
             commands: Vec::new(),
             gating: Vec::new(),
             opaque: false,
+            opaque_at: None,
+            views: Vec::new(),
+            keep_views: false,
+            unallowable_at: None,
             read_only: false,
             functions: Default::default(),
             vars: Default::default(),
@@ -136,6 +149,7 @@ impl<'a> Analysis<'a> {
     /// Something the policy cannot see through: cannot tell, and never allowed by rules.
     pub fn opaque(&mut self, expl: &str, quoted: &str, line: usize, frame: &Frame) {
         self.opaque = true;
+        self.opaque_at.get_or_insert(self.findings.len());
         self.finding(RiskClass::CannotTell, expl, quoted, line, frame);
     }
 

@@ -19,10 +19,12 @@ mod analysis;
 pub mod rules;
 pub mod script;
 mod shell;
+mod suggest;
 /// The verdict's types, which are the protocol's (`protocol::verdict`).
 pub mod verdict {
     pub use crate::protocol::{
-        Finding, RiskClass, Rule, RuleDecision as Decision, RuleSource, SimpleCommand, Verdict,
+        Finding, RiskClass, Rule, RuleDecision as Decision, RuleSource, SimpleCommand, Suggestion,
+        Verdict,
     };
 }
 
@@ -30,7 +32,9 @@ use std::path::PathBuf;
 
 pub use rules::{RuleError, RuleLists, Rules};
 pub use script::Language;
-pub use verdict::{Decision, Finding, RiskClass, Rule, RuleSource, SimpleCommand, Verdict};
+pub use verdict::{
+    Decision, Finding, RiskClass, Rule, RuleSource, SimpleCommand, Suggestion, Verdict,
+};
 
 use analysis::{Analysis, Frame};
 
@@ -60,9 +64,16 @@ impl Policy {
     /// `python`, `js`, `ruby`, `perl`, `r`); an unknown language is "cannot tell".
     pub fn judge(&self, language: &str, code: &str) -> Verdict {
         let lang = Language::from_tag(language);
+        self.finish(self.analyse(lang, code, false), lang)
+    }
+
+    /// Reads a block: findings, simple commands and the rule decision for each (and the
+    /// views the rules judged, with `keep_views`).
+    fn analyse<'a>(&'a self, lang: Language, code: &'a str, keep_views: bool) -> Analysis<'a> {
         let mut an = Analysis::new(&self.rules, &self.root, code);
+        an.keep_views = keep_views;
         script::analyse_nested(&mut an, lang, code, &Frame::default());
-        self.finish(an, lang)
+        an
     }
 
     fn finish(&self, an: Analysis<'_>, lang: Language) -> Verdict {

@@ -14,7 +14,8 @@ pub use language::Language;
 pub use modes::{ApprovalMode, Backend, Network, SandboxMode, SandboxStatus};
 pub use run::{Cut, RunResult, RunStatus, format_duration};
 pub use verdict::{
-    Decision as RuleDecision, Finding, RiskClass, Rule, RuleSource, SimpleCommand, Verdict,
+    Decision as RuleDecision, Finding, RiskClass, Rule, RuleSource, SimpleCommand, Suggestion,
+    Verdict,
 };
 
 /// A block's id within a session: 1, 2, 3, ...
@@ -66,6 +67,14 @@ pub enum Decision {
     /// Run it (as edited, when `code` is given), and every later block of this session
     /// without asking.
     RunAlways { code: Option<String> },
+    /// Save these command prefixes as allow rules (in the user's config, or the project's),
+    /// then run it (as edited, when `code` is given). Blocks the rules allow run without
+    /// asking from now on: `ask` mode becomes `rules` mode.
+    AllowAlways {
+        prefixes: Vec<String>,
+        save_to: RuleSource,
+        code: Option<String>,
+    },
     /// Run nothing more, and end the turn.
     Abort,
 }
@@ -183,6 +192,9 @@ pub enum Event {
         /// What the engine does with it: run, ask, deny or decline, and why.
         #[serde(default)]
         gate: Option<Gate>,
+        /// The "always allow" rules a person may save for it (`Decision::AllowAlways`).
+        #[serde(default)]
+        allow: Option<Suggestion>,
     },
     /// The block waits for a `Decision`.
     ApprovalNeeded { block_id: BlockId },
@@ -238,6 +250,11 @@ pub enum Event {
     TurnFinished { end: TurnEnd },
     /// The conversation changed outside a turn (reset, undo, another model).
     HistoryChanged { messages: usize, note: String },
+    /// Rules were added (`Decision::AllowAlways`); `approval` is the mode in force now.
+    RulesChanged {
+        approval: ApprovalMode,
+        note: String,
+    },
     /// The kernels run under another sandbox now; `note` says what changed and whether
     /// kernels were restarted.
     SandboxChanged { status: SandboxStatus, note: String },

@@ -192,3 +192,27 @@ fn one_line(s: &str) -> String {
     }
     out
 }
+
+/// The "always allow" rules offered for a block: the command prefixes that, added as allow
+/// rules, would let it run under `--approval rules`, or why none can.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Suggestion {
+    /// Add these prefixes as allow rules (distinct, in order of appearance) and the block
+    /// runs under `--approval rules`.
+    Prefixes(Vec<String>),
+    /// The rules already allow the block: nothing to add.
+    AlreadyAllowed,
+    /// Command rules cannot allow this block; the reason, in a sentence.
+    Impossible(String),
+}
+
+impl Suggestion {
+    /// The proposed prefixes (empty unless `Prefixes`).
+    pub fn prefixes(&self) -> &[String] {
+        match self {
+            Suggestion::Prefixes(p) => p,
+            _ => &[],
+        }
+    }
+}

@@ -335,7 +335,9 @@ impl Writer {
                 )?;
             }
             Event::Error { message, .. } => self.note("error", message)?,
-            Event::Notice { message } => self.note("notice", message)?,
+            Event::Notice { message }
+            | Event::RulesChanged { note: message, .. }
+            | Event::SandboxChanged { note: message, .. } => self.note("notice", message)?,
             Event::TurnFinished {
                 end: TurnEnd::Interrupted,
             } => self.note("interrupt", "the turn was interrupted")?,

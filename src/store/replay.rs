@@ -69,6 +69,7 @@ fn block_events(b: &StoredBlock, index: usize, of: usize, events: &mut Vec<Event
             of,
             verdict: None,
             gate: None,
+            allow: None,
         });
     }
     match b.decision.as_str() {

@@ -93,6 +93,9 @@ pub struct Pending {
     pub confirm: Option<Confirm>,
     /// What the panel tells the person instead of the keys (until the next key).
     pub note: Option<String>,
+    /// The input takes the prefixes to always allow, saved to this file (`reason` is set
+    /// too: the input answers the decision).
+    pub allow: Option<crate::protocol::RuleSource>,
     /// The block ran and the sandbox stopped it (why): the decision is whether to run it
     /// again outside the sandbox, once.
     pub outside: Option<String>,
@@ -144,6 +147,8 @@ pub struct App {
     pub proposed: HashMap<BlockId, ProposedBlock>,
     /// The policy's verdict and the engine's decision for each proposed block.
     pub verdicts: HashMap<BlockId, (crate::protocol::Verdict, crate::protocol::Gate)>,
+    /// What "always allow" offers for each block that asks.
+    pub allow_offers: HashMap<BlockId, crate::protocol::Suggestion>,
     pub pending: Option<Pending>,
     /// The block shown in the code pane when none is pending: the last one proposed or run.
     pub shown_block: Option<(ProposedBlock, String)>,
@@ -216,6 +221,7 @@ impl App {
             streaming_code: None,
             proposed: HashMap::new(),
             verdicts: HashMap::new(),
+            allow_offers: HashMap::new(),
             pending: None,
             shown_block: None,
             busy: Busy::Idle,
@@ -266,6 +272,7 @@ impl App {
             pending: pending.is_some(),
             editing,
             reason,
+            allow_prompt: pending.is_some_and(|p| p.allow.is_some()),
             input: self.focus == Focus::Input,
             chat: self.focus == Focus::Chat,
             scrolling: (self.focus == Focus::Code && !editing)
@@ -334,6 +341,10 @@ impl App {
                     self.sandbox = sandbox.label;
                 }
             }
+            Event::RulesChanged { approval, note } => {
+                self.approval = approval;
+                self.chat.push(Entry::Notice(note));
+            }
             Event::SandboxChanged { status, note } => {
                 self.sandbox_modes = Some((status.mode, status.network));
                 self.sandbox = status.label;
@@ -362,8 +373,12 @@ impl App {
                 of,
                 verdict,
                 gate,
+                allow,
             } => {
                 self.streaming_code = None;
+                if let Some(allow) = allow {
+                    self.allow_offers.insert(block.id, allow);
+                }
                 if let (Some(verdict), Some(gate)) = (verdict, gate) {
                     self.verdicts.insert(block.id, (verdict, gate));
                 }
@@ -398,6 +413,7 @@ impl App {
                         reason: false,
                         confirm: None,
                         note: None,
+                        allow: None,
                         outside: None,
                     });
                     self.code.reset();

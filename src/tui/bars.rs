@@ -198,8 +198,18 @@ pub(super) fn draw_panel(frame: &mut Frame, app: &App, area: Rect, bordered: boo
 
 pub(super) fn draw_input(frame: &mut Frame, app: &App, area: Rect) {
     let reason = app.pending.as_ref().is_some_and(|p| p.reason);
+    let allow = app.pending.as_ref().and_then(|p| p.allow);
     let focused = app.focus == Focus::Input;
-    let title = if reason {
+    let title = if let Some(target) = allow {
+        match target {
+            crate::protocol::RuleSource::User => {
+                " Always allow · saved to your config · one prefix a line "
+            }
+            crate::protocol::RuleSource::Project => {
+                " Always allow · saved to the project's rules · one prefix a line "
+            }
+        }
+    } else if reason {
         " Reason for skipping "
     } else if focused {
         " Input "

@@ -67,6 +67,14 @@ pub const TABLE: &[Spec] = &[
         Some("always"),
     ),
     spec(
+        A::AllowPrefix,
+        Some("allow_prefix"),
+        &["p"],
+        W::Proposal,
+        "always allow its commands: edit the prefixes, save them to your rules, run it",
+        Some("allow prefix"),
+    ),
+    spec(
         A::ToggleDecision,
         Some("decide"),
         &["esc"],
@@ -97,6 +105,14 @@ pub const TABLE: &[Spec] = &[
         W::Reason,
         "skip the block with this reason",
         Some("skip with this reason"),
+    ),
+    spec(
+        A::SwitchRuleTarget,
+        Some("rule_target"),
+        &["ctrl-p"],
+        W::AllowPrompt,
+        "save the allow rules to your config or to the project's",
+        Some("your config ⇄ project"),
     ),
     spec(
         A::CancelReason,

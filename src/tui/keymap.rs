@@ -17,6 +17,10 @@ pub enum Action {
     Skip,
     SkipReason,
     Always,
+    /// Save the block's command prefixes as allow rules, then run it.
+    AllowPrefix,
+    /// Where the allow rules go: the user's config or the project's.
+    SwitchRuleTarget,
     /// Between the message input and the decision.
     ToggleDecision,
     // The editor.
@@ -65,8 +69,10 @@ pub enum When {
     Pending,
     /// The block's editor is open.
     Editing,
-    /// The input takes a reason for skipping.
+    /// The input takes a reason for skipping (or the prefixes to always allow).
     Reason,
+    /// The input takes the prefixes to always allow.
+    AllowPrompt,
     /// The message input has focus.
     Input,
     /// The chat has focus.
@@ -88,6 +94,8 @@ pub struct Ctx {
     pub pending: bool,
     pub editing: bool,
     pub reason: bool,
+    /// The input takes the prefixes to always allow.
+    pub allow_prompt: bool,
     pub input: bool,
     pub chat: bool,
     pub scrolling: bool,
@@ -104,6 +112,7 @@ impl When {
             When::Pending => ctx.pending && !ctx.editing && !ctx.reason,
             When::Editing => ctx.editing,
             When::Reason => ctx.reason,
+            When::AllowPrompt => ctx.allow_prompt,
             When::Input => ctx.input && !ctx.reason,
             When::Chat => ctx.chat,
             When::Scrolling => ctx.scrolling,
@@ -400,7 +409,7 @@ impl Keymap {
     pub fn help(&self) -> Vec<(&'static str, String, &'static str)> {
         let section = |w: When| match w {
             When::Decision | When::Proposal | When::Pending => "When a block awaits your decision",
-            When::Editing | When::Reason => "Editing a block, giving a reason",
+            When::Editing | When::Reason | When::AllowPrompt => "Editing a block, giving a reason",
             When::Input => "In the message input",
             When::Scrolling => "In the code pane and an idle terminal",
             When::Chat => "In the chat",

@@ -118,6 +118,8 @@ impl App {
             Action::Run | Action::Skip | Action::Edit | Action::SkipReason | Action::Always => {
                 return self.decide(action);
             }
+            Action::AllowPrefix => self.open_allow_prompt(),
+            Action::SwitchRuleTarget => self.switch_rule_target(),
             Action::ToggleDecision => {
                 if self.focus == Focus::Code {
                     self.focus = Focus::Input;
@@ -130,6 +132,7 @@ impl App {
             Action::CancelReason => {
                 if let Some(p) = &mut self.pending {
                     p.reason = false;
+                    p.allow = None;
                 }
                 self.restore_draft();
                 self.focus = Focus::Code;
@@ -254,12 +257,13 @@ impl App {
 
     /// A decision is taken: the engine hears it, and until it answers the status bar says
     /// what happens (not "idle" while a kernel starts).
-    fn decided(&mut self, id: u64, decision: Decision) -> Vec<Effect> {
+    pub(super) fn decided(&mut self, id: u64, decision: Decision) -> Vec<Effect> {
         self.pending = None;
         self.busy = match decision {
-            Decision::Run | Decision::Edit { .. } | Decision::RunAlways { .. } => {
-                Busy::Running(id, Instant::now())
-            }
+            Decision::Run
+            | Decision::Edit { .. }
+            | Decision::RunAlways { .. }
+            | Decision::AllowAlways { .. } => Busy::Running(id, Instant::now()),
             Decision::Skip { .. } | Decision::Abort => Busy::Thinking(Instant::now()),
         };
         vec![Effect::Op(Op::Decision {
@@ -327,15 +331,19 @@ impl App {
     }
 
     /// The message that was being written before the input took a reason.
-    fn restore_draft(&mut self) {
+    pub(super) fn restore_draft(&mut self) {
         self.input = self.draft.take().unwrap_or_else(new_input);
     }
 
     fn send_reason(&mut self) -> Vec<Effect> {
+        if self.pending.as_ref().is_some_and(|p| p.allow.is_some()) {
+            return self.send_allow();
+        }
         let Some(pending) = self.pending.take() else {
             return Vec::new();
         };
         let reason = self.input.lines().join("\n");
+        self.last_typed = None;
         self.restore_draft();
         self.decided(
             pending.block.id,
@@ -359,6 +367,7 @@ impl App {
             p.editor = None;
             if p.reason {
                 p.reason = false;
+                p.allow = None;
                 self.restore_draft();
             }
             return Vec::new();
@@ -651,6 +660,13 @@ pub fn hints(app: &App) -> Vec<(String, &'static str)> {
                 "skip" => "leave it",
                 other => other,
             };
+        }
+    }
+    if ctx.allow_prompt {
+        for (_, what) in &mut hints {
+            if *what == "skip with this reason" {
+                *what = "save and run";
+            }
         }
     }
     if ctx.terminal {

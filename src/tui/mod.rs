@@ -103,6 +103,11 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
     if let Some(why) = sandbox.warning.or(sandbox.refusal) {
         app.chat.push(chat::Entry::Notice(why));
     }
+    // Said on stderr too, but the screen is about to be taken over.
+    for warning in &settings.warnings {
+        app.chat
+            .push(chat::Entry::Notice(format!("warning: {warning}")));
+    }
     if let Some(resumed) = resumed {
         app.show_history(&resumed.events);
         app.chat.push(chat::Entry::Notice(resumed.notice));

@@ -1,9 +1,104 @@
-//! What the approval panel offers beyond run, edit and skip: running a block the sandbox
-//! stopped again outside the sandbox, once (the engine asks with `EscalationNeeded`).
+//! What the approval panel offers beyond run, edit and skip: "always allow" (`p`: the
+//! block's command prefixes, editable in the input, saved to the user's rules or the
+//! project's, then the block runs), and running a block the sandbox stopped again outside
+//! the sandbox, once (the engine asks with `EscalationNeeded`).
 
-use crate::protocol::BlockId;
+use crate::protocol::{BlockId, Decision, RuleSource, Suggestion};
 
-use super::app::{App, Pending};
+use super::app::{App, Effect, Focus, Pending};
+
+impl App {
+    /// `p`: the input takes the prefixes to always allow, one per line, as proposed. Like
+    /// running, it needs every line of the block seen first. When no rule can allow the
+    /// block, the panel says why.
+    pub(super) fn open_allow_prompt(&mut self) {
+        let Some(pending) = self.pending.as_mut() else {
+            return;
+        };
+        if let Some(note) = self
+            .code
+            .guard(pending.content_key(), pending.content_lines())
+        {
+            pending.note = Some(note);
+            return;
+        }
+        let prefixes = match self.allow_offers.get(&pending.block.id) {
+            Some(Suggestion::Prefixes(prefixes)) => prefixes.clone(),
+            Some(Suggestion::AlreadyAllowed) => {
+                pending.note = Some("the rules already allow this block; y runs it".to_string());
+                return;
+            }
+            Some(Suggestion::Impossible(why)) => {
+                pending.note = Some(format!("no rule can allow it: {why}"));
+                return;
+            }
+            None => {
+                pending.note = Some("no allow rule is offered for this block".to_string());
+                return;
+            }
+        };
+        if pending.edited.is_some() {
+            // The prefixes were proposed for the block as the model wrote it.
+            pending.note = Some(
+                "you edited the block: the allow prefixes were proposed for the original; run it with y, or edit the prefixes after p on an unedited block".to_string(),
+            );
+            return;
+        }
+        pending.reason = true;
+        pending.allow = Some(RuleSource::User);
+        let mut input = tui_textarea::TextArea::new(prefixes);
+        input.set_placeholder_text("one command prefix per line, e.g. git status");
+        self.draft = Some(std::mem::replace(&mut self.input, input));
+        self.focus = Focus::Input;
+    }
+
+    /// Ctrl-P in the allow prompt: the rules go to the user's config or to the project's.
+    pub(super) fn switch_rule_target(&mut self) {
+        if let Some(pending) = self.pending.as_mut()
+            && let Some(target) = pending.allow.as_mut()
+        {
+            *target = match target {
+                RuleSource::User => RuleSource::Project,
+                RuleSource::Project => RuleSource::User,
+            };
+        }
+    }
+
+    /// Enter in the allow prompt: the engine saves the prefixes (one per line), then runs
+    /// the block. Nothing to save is said, and the prompt stays.
+    pub(super) fn send_allow(&mut self) -> Vec<Effect> {
+        let prefixes: Vec<String> = self
+            .input
+            .lines()
+            .iter()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|l| !l.is_empty())
+            .collect();
+        let Some(pending) = self.pending.as_mut() else {
+            return Vec::new();
+        };
+        let Some(save_to) = pending.allow else {
+            return Vec::new();
+        };
+        if prefixes.is_empty() {
+            self.flash("write at least one command prefix, or Esc to go back");
+            return Vec::new();
+        }
+        let id = pending.block.id;
+        let code = pending.edited.clone();
+        // Enter ends the typing: the next block may take the keyboard at once.
+        self.last_typed = None;
+        self.restore_draft();
+        self.decided(
+            id,
+            Decision::AllowAlways {
+                prefixes,
+                save_to,
+                code,
+            },
+        )
+    }
+}
 
 impl App {
     /// The engine offers to run a block the sandbox stopped again outside it: the decision
@@ -28,6 +123,7 @@ impl App {
             reason: false,
             confirm: None,
             note: None,
+            allow: None,
             outside: Some(reason),
         });
         self.code.reset();

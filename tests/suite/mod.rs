@@ -1,3 +1,4 @@
+mod allow_prefix;
 mod approval;
 mod cli;
 mod engine_items;
@@ -14,9 +15,11 @@ mod secrets;
 mod sessions;
 mod sessions_browser;
 mod sessions_resume;
+mod suggest;
 mod support;
 mod terminal;
 mod tmux;
+mod trust;
 mod tui_e2e;
 mod tui_states;
 mod tui_stream;

@@ -9,7 +9,7 @@ use RiskClass::*;
 
 const ROOT: &str = "/home/ada/proj";
 
-fn policy() -> Policy {
+pub(crate) fn policy() -> Policy {
     let mut rules = Rules::new();
     let errors = rules.add_lists(
         &RuleLists {
@@ -26,11 +26,11 @@ fn policy() -> Policy {
 }
 
 /// (code, expected highest class, expected decision, expected "possibly denied")
-type Row = (&'static str, RiskClass, Decision, bool);
+pub(crate) type Row = (&'static str, RiskClass, Decision, bool);
 
 use Decision::{Allow, Ask, Deny};
 
-const SHELL: &[Row] = &[
+pub(crate) const SHELL: &[Row] = &[
     ("ls -la", ReadOnly, Allow, false),
     ("git status", ReadOnly, Allow, false),
     ("git status -s", ReadOnly, Allow, false),

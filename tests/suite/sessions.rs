@@ -218,6 +218,7 @@ fn record_session(dir: &std::path::Path, title: &str, code: &str, output: &str) 
         of: 1,
         verdict: None,
         gate: None,
+        allow: None,
     });
     r.message(&Message::assistant(output, vec![]));
     r.flush();

@@ -45,6 +45,7 @@ fn proposed(id: u64, code: &str) -> Event {
         of: 1,
         verdict: None,
         gate: None,
+        allow: None,
     }
 }
 

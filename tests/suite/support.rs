@@ -88,6 +88,7 @@ pub fn engine_config(
         approval: oi_tui::protocol::ApprovalMode::Auto,
         unattended: false,
         rules: Default::default(),
+        user_config: Some(dir.join("config.toml")),
         // Engine tests run kernels unsandboxed; the sandbox tests ask for one themselves.
         sandbox: oi_tui::sandbox::SandboxSettings {
             mode: oi_tui::protocol::SandboxMode::Off,

@@ -61,6 +61,7 @@ fn propose(app: &mut App) {
         of: 1,
         verdict: None,
         gate: None,
+        allow: None,
     }));
     app.update(Msg::Engine(Event::ApprovalNeeded { block_id: 1 }));
     // The person sees it (the code pane records what was on screen).
@@ -80,6 +81,7 @@ fn propose_code(app: &mut App, id: u64, code: &str) {
         of: 1,
         verdict: None,
         gate: None,
+        allow: None,
     }));
     app.update(Msg::Engine(Event::ApprovalNeeded { block_id: id }));
 }

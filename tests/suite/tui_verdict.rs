@@ -41,6 +41,7 @@ fn propose(app: &mut App, id: u64, code: &str, policy: &Policy, action: GateActi
         of: 1,
         verdict: Some(verdict),
         gate: Some(Gate { action, reason }),
+        allow: None,
     }));
 }
 

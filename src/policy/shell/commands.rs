@@ -286,6 +286,9 @@ fn record(
     }
     let rule = an.rules.decide(views);
     an.command(texts(&cmd.args), &cmd.quoted, cmd.line, frame, rule, gating);
+    if an.keep_views {
+        an.views.push(views.to_vec());
+    }
 }
 
 /// Counts leading options (and the values of those in `with_arg`), including a `--`.

@@ -418,6 +418,8 @@ impl Walker<'_, '_> {
         }
         if !self.an.inside_workspace(t, a.dynamic, a.tilde) {
             self.an.unallowable = true;
+            // Every branch below adds the finding that explains it.
+            self.an.unallowable_at.get_or_insert(self.an.findings.len());
         }
         if a.dynamic && !a.tilde {
             self.an.finding(

@@ -1,0 +1,85 @@
+//! "Always allow" proposals (`Policy::suggest_allow`) against the policy's shell table:
+//! for every row that is neither opaque nor denied, adding the proposed prefixes as allow
+//! rules makes the block allowed; the rows for which nothing is proposed are exactly the
+//! ones command rules cannot (or should not) allow, each with its reason.
+
+use oi_tui::policy::{Decision, Policy, RuleSource, Suggestion};
+
+use super::policy::{SHELL, policy};
+
+/// Rows of the table for which no prefix is proposed, and a word of the reason.
+const NOT_PROPOSED: &[(&str, &str)] = &[
+    ("echo x >> ~/.bashrc", "writes outside the workspace"),
+    ("echo x > /etc/hosts", "writes outside the workspace"),
+    ("ls &> /etc/log", "writes outside the workspace"),
+    // `[` cannot be written as a rule (it is shell syntax to the rule checker).
+    ("if [ -f x ]; then cat x; fi", "cannot be allowed by a rule"),
+    // A rule for these would allow any code they are given.
+    ("ssh host ls", "\"ssh\" would let anything"),
+    (
+        "python -c 'import shutil; shutil.rmtree(\"x\")'",
+        "\"python\" would let anything",
+    ),
+    (
+        "python3 - <<'EOF'\nimport shutil\nshutil.rmtree('/')\nEOF\n",
+        "\"python3\" would let anything",
+    ),
+    // A program from the project's own files can change at any time.
+    ("./ls", "content can change"),
+];
+
+#[test]
+fn suggested_prefixes_allow_every_row_that_rules_can_allow() {
+    let p = policy();
+    let mut failures = Vec::new();
+    let mut impossible = Vec::new();
+    let mut proposed = 0;
+    for (code, _, decision, possibly_denied) in SHELL {
+        if *decision == Decision::Deny || *possibly_denied {
+            continue;
+        }
+        match p.suggest_allow("bash", code) {
+            Suggestion::Prefixes(prefixes) => {
+                proposed += 1;
+                let mut rules = p.rules().clone();
+                for prefix in &prefixes {
+                    rules
+                        .add(Decision::Allow, prefix, RuleSource::User)
+                        .unwrap_or_else(|e| panic!("{code:?}: {prefix:?}: {e}"));
+                }
+                let v = Policy::new(rules, "/home/ada/proj").judge("bash", code);
+                if v.decision != Decision::Allow {
+                    failures.push(format!(
+                        "{code:?}: {prefixes:?} leave it {:?}: {}",
+                        v.decision,
+                        v.decision_reason()
+                    ));
+                }
+            }
+            Suggestion::AlreadyAllowed => {
+                if p.judge("bash", code).decision != Decision::Allow {
+                    failures.push(format!("{code:?}: said to be allowed already"));
+                }
+            }
+            Suggestion::Impossible(reason) => impossible.push((code.to_string(), reason)),
+        }
+    }
+    for (code, reason) in &impossible {
+        match NOT_PROPOSED.iter().find(|(c, _)| c == code) {
+            Some((_, word)) if reason.contains(word) => {}
+            _ => failures.push(format!("{code:?}: nothing proposed: {reason}")),
+        }
+    }
+    for (code, _) in NOT_PROPOSED {
+        if !impossible.iter().any(|(c, _)| c == code) {
+            failures.push(format!("{code:?}: a proposal was expected to be refused"));
+        }
+    }
+    assert!(proposed >= 20, "only {proposed} rows got a proposal");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
