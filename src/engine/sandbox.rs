@@ -143,6 +143,11 @@ impl Engine {
             }
         };
         let edited = code != original;
+        self.emit(Event::Notice {
+            message: format!(
+                "Running block {block_id} again outside the sandbox, once, in a fresh {language} kernel."
+            ),
+        });
         let outside = Arc::new(self.kernels.relaunched(Vec::new(), None));
         let sandboxed = std::mem::replace(&mut self.kernels, outside);
         let (second, interrupted) = self.execute(block_id, language, code.clone(), edited).await;

@@ -83,7 +83,11 @@ fn panel_line(app: &App, width: usize, wide: bool) -> Line<'static> {
             ]);
         }
         // One line only (narrow layout): the verdict, shortened, before the keys.
-        if !wide && let Some(text) = verdict_text(app, true) {
+        // Narrow, while the input answers the decision, its keys come first.
+        if !wide
+            && !p.reason
+            && let Some(text) = verdict_text(app, true)
+        {
             let text = shorten(&text, (width / 2).max(12));
             let used = text.chars().count() + 3;
             let mut spans = vec![
@@ -203,10 +207,10 @@ pub(super) fn draw_input(frame: &mut Frame, app: &App, area: Rect) {
     let title = if let Some(target) = allow {
         match target {
             crate::protocol::RuleSource::User => {
-                " Always allow · saved to your config · one prefix a line "
+                " Always allow → your config (Ctrl-P: the project's) · a prefix a line "
             }
             crate::protocol::RuleSource::Project => {
-                " Always allow · saved to the project's rules · one prefix a line "
+                " Always allow → the project's rules (Ctrl-P: yours) · a prefix a line "
             }
         }
     } else if reason {

@@ -71,7 +71,7 @@ pub const TABLE: &[Spec] = &[
         Some("allow_prefix"),
         &["p"],
         W::Proposal,
-        "always allow its commands: edit the prefixes, save them to your rules, run it",
+        "always allow its commands: edit, save the prefixes, run",
         Some("allow prefix"),
     ),
     spec(

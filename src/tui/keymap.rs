@@ -524,15 +524,32 @@ mod tests {
             .map(|(key, what)| format!("{key} {what}"))
             .collect();
         assert_eq!(
-            &hints[..6],
+            &hints[..7],
             [
                 "y run",
                 "e edit",
                 "n skip",
                 "r skip+reason",
                 "a always",
+                "p allow prefix",
                 "Esc input ⇄ decision"
             ]
+        );
+        // Running a block again outside the sandbox: neither auto-run nor rules apply.
+        let escalation = Ctx {
+            escalation: true,
+            ..decision
+        };
+        let hints: Vec<String> = k
+            .hints(&escalation)
+            .into_iter()
+            .map(|(key, what)| format!("{key} {what}"))
+            .collect();
+        assert!(hints.contains(&"y run".to_string()), "{hints:?}");
+        assert!(
+            !hints
+                .iter()
+                .any(|h| h == "a always" || h == "p allow prefix")
         );
         let typing = Ctx {
             input: true,

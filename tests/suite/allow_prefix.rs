@@ -36,7 +36,7 @@ async fn edit_save_and_apply(size: (u16, u16)) {
     tmux.wait_for("awaiting your decision").await;
     tmux.send(&["p"]);
     let screen = tmux.wait_for("Always allow").await;
-    assert!(screen.contains("saved to your config"), "{screen}");
+    assert!(screen.contains("Always allow → your config"), "{screen}");
     // The proposal is the program name; the person narrows it to `ls -la`.
     tmux.send(&["End"]);
     tmux.type_text(" -la");
