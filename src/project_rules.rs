@@ -106,13 +106,13 @@ pub fn read_file(path: &Path) -> Result<ProjectFile, String> {
 pub fn check(path: &Path, text: &str) -> Result<ProjectFile, String> {
     let shown = visible(&path.display().to_string());
     let canonical = trust_key_path(path).map_err(|e| format!("{shown}: {e}"))?;
-    let doc = toml_edit::Document::parse(text).map_err(|e| {
-        let (line, col) = e
-            .span()
+    let at = |span: Option<std::ops::Range<usize>>, message: &str| {
+        let (line, col) = span
             .map(|s| crate::rules_file::line_col(text, s.start))
             .unwrap_or((1, 1));
-        format!("{shown}:{line}:{col}: {}", visible(e.message().trim_end()))
-    })?;
+        format!("{shown}:{line}:{col}: {}", visible(message.trim_end()))
+    };
+    let doc = toml_edit::Document::parse(text).map_err(|e| at(e.span(), e.message()))?;
     let mut refused = Vec::new();
     for (key, _) in doc.as_table().iter() {
         if key == "policy" {
@@ -141,13 +141,7 @@ pub fn check(path: &Path, text: &str) -> Result<ProjectFile, String> {
     if !refused.is_empty() {
         return Err(refused.join("\n"));
     }
-    let parsed: ProjectToml = toml::from_str(text).map_err(|e| {
-        let (line, col) = e
-            .span()
-            .map(|s| crate::rules_file::line_col(text, s.start))
-            .unwrap_or((1, 1));
-        format!("{shown}:{line}:{col}: {}", visible(e.message().trim_end()))
-    })?;
+    let parsed: ProjectToml = toml::from_str(text).map_err(|e| at(e.span(), e.message()))?;
     let lists = parsed.policy.unwrap_or_default();
     let errors = Rules::new().add_lists(&lists, RuleSource::Project);
     if let Some(e) = errors.first() {

@@ -102,6 +102,22 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// A block that waits, as proposed, with nothing asked or typed yet.
+    pub fn new(block: ProposedBlock, index: usize, of: usize) -> Pending {
+        Pending {
+            block,
+            index,
+            of,
+            edited: None,
+            editor: None,
+            reason: false,
+            confirm: None,
+            note: None,
+            allow: None,
+            outside: None,
+        }
+    }
+
     pub fn code(&self) -> &str {
         self.edited.as_deref().unwrap_or(&self.block.code)
     }
@@ -404,18 +420,7 @@ impl App {
                         .as_ref()
                         .and_then(|(_, label)| parse_index(label))
                         .unwrap_or((1, 1));
-                    self.pending = Some(Pending {
-                        block,
-                        index,
-                        of,
-                        edited: None,
-                        editor: None,
-                        reason: false,
-                        confirm: None,
-                        note: None,
-                        allow: None,
-                        outside: None,
-                    });
+                    self.pending = Some(Pending::new(block, index, of));
                     self.code.reset();
                     self.arrive_at_decision();
                 }

@@ -115,16 +115,8 @@ impl App {
         };
         self.busy = super::app::Busy::Idle;
         self.pending = Some(Pending {
-            block,
-            index: 1,
-            of: 1,
-            edited: None,
-            editor: None,
-            reason: false,
-            confirm: None,
-            note: None,
-            allow: None,
             outside: Some(reason),
+            ..Pending::new(block, 1, 1)
         });
         self.code.reset();
         self.arrive_at_decision();

@@ -5,11 +5,9 @@
 //! malformed `[policy]` list is an error with its line and column.
 
 use std::process::{Output, Stdio};
-use std::time::Duration;
-
-use serde_json::Value;
 
 use super::model_server::{ModelServer, Reply};
+use super::support::{json_events as events, proposed, started, text};
 
 /// One run of `oi-tui --task` in a temporary home, with `config` as its config file.
 async fn run(home: &std::path::Path, server: &ModelServer, config: &str, args: &[&str]) -> Output {
@@ -38,34 +36,7 @@ async fn run(home: &std::path::Path, server: &ModelServer, config: &str, args: &
     .env_remove("OI_TUI_API_BASE")
     .stdin(Stdio::null())
     .kill_on_drop(true);
-    tokio::time::timeout(Duration::from_secs(120), cmd.output())
-        .await
-        .expect("oi-tui finished in time")
-        .expect("oi-tui ran")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn events(out: &Output) -> Vec<Value> {
-    text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
-        .collect()
-}
-
-fn proposed(events: &[Value], id: u64) -> &Value {
-    events
-        .iter()
-        .find(|e| e["event"] == "block_proposed" && e["block"]["id"] == id)
-        .unwrap_or_else(|| panic!("block {id} proposed in {events:?}"))
-}
-
-fn started(events: &[Value], id: u64) -> bool {
-    events
-        .iter()
-        .any(|e| e["event"] == "exec_started" && e["block_id"] == id)
+    super::support::output_within(cmd).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -58,11 +58,8 @@ impl Layout {
     }
 }
 
-async fn run(mut cmd: tokio::process::Command) -> Output {
-    tokio::time::timeout(Duration::from_secs(120), cmd.output())
-        .await
-        .expect("oi-tui finished in time")
-        .expect("oi-tui ran")
+async fn run(cmd: tokio::process::Command) -> Output {
+    super::support::output_within(cmd).await
 }
 
 fn text(out: &Output) -> String {

@@ -6,7 +6,6 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::time::Duration;
 
 use super::model_server::{ModelServer, Reply};
 
@@ -58,10 +57,7 @@ impl Home {
         .env_remove("OI_TUI_CONFIG")
         .stdin(Stdio::null())
         .kill_on_drop(true);
-        tokio::time::timeout(Duration::from_secs(120), cmd.output())
-            .await
-            .expect("oi-tui finished in time")
-            .expect("oi-tui ran")
+        super::support::output_within(cmd).await
     }
 }
 

@@ -121,3 +121,38 @@ pub async fn next_event(handle: &mut oi_tui::engine::EngineHandle) -> oi_tui::pr
         .expect("an event in time")
         .expect("the engine runs")
 }
+
+/// The output of an oi-tui run, within 120 s.
+pub async fn output_within(mut cmd: tokio::process::Command) -> std::process::Output {
+    tokio::time::timeout(Duration::from_secs(120), cmd.output())
+        .await
+        .expect("oi-tui finished in time")
+        .expect("oi-tui ran")
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The `--json` events on a run's standard output.
+pub fn json_events(out: &std::process::Output) -> Vec<serde_json::Value> {
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
+        .collect()
+}
+
+/// The `block_proposed` event of block `id`.
+pub fn proposed(events: &[serde_json::Value], id: u64) -> &serde_json::Value {
+    events
+        .iter()
+        .find(|e| e["event"] == "block_proposed" && e["block"]["id"] == id)
+        .unwrap_or_else(|| panic!("block {id} proposed in {events:?}"))
+}
+
+/// Whether block `id` started.
+pub fn started(events: &[serde_json::Value], id: u64) -> bool {
+    events
+        .iter()
+        .any(|e| e["event"] == "exec_started" && e["block_id"] == id)
+}

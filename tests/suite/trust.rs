@@ -7,14 +7,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::time::Duration;
-
-use serde_json::Value;
 
 use oi_tui::policy::Decision;
 use oi_tui::rules_file::{Added, add_project_rule, add_rule};
 
 use super::model_server::{ModelServer, Reply};
+use super::support::{json_events as events_of, output_within as finish, proposed, started, text};
 
 /// A made-up home: `proj/` is the working directory, `data/` the data dir.
 struct Home {
@@ -81,37 +79,6 @@ impl Home {
         cmd.arg("trust").args(args);
         finish(cmd).await
     }
-}
-
-async fn finish(mut cmd: tokio::process::Command) -> Output {
-    tokio::time::timeout(Duration::from_secs(120), cmd.output())
-        .await
-        .expect("oi-tui finished in time")
-        .expect("oi-tui ran")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn events_of(out: &Output) -> Vec<Value> {
-    text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
-        .collect()
-}
-
-fn proposed(events: &[Value], id: u64) -> &Value {
-    events
-        .iter()
-        .find(|e| e["event"] == "block_proposed" && e["block"]["id"] == id)
-        .unwrap_or_else(|| panic!("block {id} proposed in {events:?}"))
-}
-
-fn started(events: &[Value], id: u64) -> bool {
-    events
-        .iter()
-        .any(|e| e["event"] == "exec_started" && e["block_id"] == id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
