@@ -67,7 +67,7 @@ pub struct Options {
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
     /// Stop any block that runs longer than this many seconds.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = seconds, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
     /// The directory the kernels run in (default: the current directory).
     #[arg(long, value_name = "DIR")]
@@ -82,10 +82,10 @@ pub struct Options {
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Seconds to wait for the model server to accept a connection (default 10).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = seconds, allow_negative_numbers = true)]
     pub connect_timeout: Option<f64>,
     /// Seconds the model server may stay silent before a reply is given up (default 300).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = seconds, allow_negative_numbers = true)]
     pub idle_timeout: Option<f64>,
     /// Times a failed request to the model server is tried again (default 4).
     #[arg(long, value_name = "N")]
@@ -219,7 +219,7 @@ pub struct RunArgs {
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Stop a block that runs longer than this many seconds.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = seconds, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
     /// The directory the kernel starts in (default: the current directory).
     #[arg(long, value_name = "DIR")]
@@ -230,4 +230,13 @@ pub struct RunArgs {
     /// Print each result as a JSON line on stdout instead of the live output.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A number of seconds on the command line, within the range settings allow.
+fn seconds(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    crate::config::seconds_setting(value).map(|_| value)
 }

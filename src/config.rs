@@ -371,11 +371,9 @@ pub fn load(
 
     let last = |f: &dyn Fn(&FileSettings) -> Option<f64>| layers.iter().rev().find_map(f);
     let seconds = |name: &str, value: Option<f64>| -> Result<Option<Duration>, String> {
-        match value {
-            None => Ok(None),
-            Some(v) if v.is_finite() && v > 0.0 => Ok(Some(Duration::from_secs_f64(v))),
-            Some(v) => Err(format!("{name} = {v}: give a positive number of seconds")),
-        }
+        value
+            .map(|v| seconds_setting(v).map_err(|range| format!("{name} = {}: {range}", shown(v))))
+            .transpose()
     };
 
     let cwd = match layers.iter().rev().find_map(|s| s.cwd.clone()) {
@@ -577,6 +575,29 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, col)
+}
+
+/// A number as a person reads it: `1e308`, not three hundred digits.
+fn shown(v: f64) -> String {
+    if v.abs() >= 1e9 {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// The longest time a setting may give: a year.
+pub const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// A number of seconds from a setting or a flag, as a duration; else the allowed range.
+pub fn seconds_setting(value: f64) -> Result<Duration, String> {
+    if (0.001..=MAX_SECONDS).contains(&value) {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(format!(
+            "give a number of seconds from 0.001 to {MAX_SECONDS} (a year)"
+        ))
+    }
 }
 
 #[cfg(test)]

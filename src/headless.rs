@@ -293,9 +293,7 @@ impl Transcript {
         if text.is_empty() {
             return;
         }
-        let mut stdout = std::io::stdout();
-        let _ = stdout.write_all(text.as_bytes());
-        let _ = stdout.flush();
+        crate::stdout::print(text);
         self.at_line_start = text.ends_with('\n');
     }
 
@@ -325,7 +323,7 @@ impl Transcript {
     fn event(&mut self, event: &Event) {
         if self.json {
             if let Ok(line) = serde_json::to_string(event) {
-                println!("{}", safe_text::json_safe(&line));
+                crate::stdout::println(&safe_text::json_safe(&line));
             }
             return;
         }
@@ -400,9 +398,7 @@ impl Transcript {
                     if data.is_empty() {
                         return;
                     }
-                    let mut stdout = std::io::stdout();
-                    let _ = stdout.write_all(&data);
-                    let _ = stdout.flush();
+                    crate::stdout::write(&data);
                     self.at_line_start = data.ends_with(b"\n");
                 }
             }

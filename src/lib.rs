@@ -20,6 +20,7 @@ pub mod sandbox;
 pub mod secrets;
 pub mod sessions;
 pub mod shutdown;
+pub mod stdout;
 pub mod store;
 pub mod term;
 pub mod trust_cmd;

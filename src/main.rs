@@ -140,7 +140,7 @@ fn sandbox_command(command: &[std::ffi::OsString], settings: &config::Settings) 
             USAGE_ERROR
         }
         Some((first, [])) if first == "status" => {
-            print!("{}", oi_tui::sandbox::status_text(&resolved, &settings.cwd));
+            oi_tui::stdout::print(&oi_tui::sandbox::status_text(&resolved, &settings.cwd));
             if resolved.refusal.is_some() {
                 CONFIG_ERROR
             } else {
@@ -186,6 +186,6 @@ fn languages() {
         } else {
             "written to a file, not run".to_string()
         };
-        println!("{:<11} {found}", lang.name());
+        oi_tui::stdout::println(&format!("{:<11} {found}", lang.name()));
     }
 }

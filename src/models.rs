@@ -82,12 +82,15 @@ async fn configured(settings: &Settings, provider: ProviderKind) -> i32 {
     };
     match client.list_models().await {
         Ok(models) if models.is_empty() => {
-            println!("{provider} at {base} offers no models.");
+            crate::stdout::println(&format!("{provider} at {base} offers no models."));
             0
         }
         Ok(models) => {
             for m in models {
-                println!("{provider}/{}", crate::safe_text::visible_line(&m.id));
+                crate::stdout::println(&format!(
+                    "{provider}/{}",
+                    crate::safe_text::visible_line(&m.id)
+                ));
             }
             0
         }
@@ -130,13 +133,13 @@ async fn probe() -> i32 {
         if let Ok(models) = result {
             for m in models {
                 found += 1;
-                println!(
+                crate::stdout::println(&format!(
                     "{provider}/{:<40} ({name} at {base})",
                     crate::safe_text::visible_line(&m.id)
-                );
+                ));
             }
             if models.is_empty() {
-                println!("({name} at {base} answers but offers no models)");
+                crate::stdout::println(&format!("({name} at {base} answers but offers no models)"));
             }
         }
     }

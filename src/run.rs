@@ -2,12 +2,10 @@
 //! terminal as it comes; keystrokes reach the running block (`input()`, a `sudo` password);
 //! Ctrl-C interrupts the block, and a second Ctrl-C with no block running exits.
 
+use anyhow::{Context, Result, bail};
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
-
-use anyhow::{Context, Result, bail};
 
 use crate::cli::RunArgs;
 use crate::exec::{Block, KernelConfig, Kernels, Language, RunResult, RunStatus};
@@ -39,8 +37,10 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         config.cols = cols;
     }
     let timeout = match args.timeout {
-        Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
-        Some(secs) => bail!("--timeout {secs}: give a positive number of seconds"),
+        Some(secs) => Some(
+            crate::config::seconds_setting(secs)
+                .map_err(|range| anyhow::anyhow!("--timeout {secs}: {range}"))?,
+        ),
         None => None,
     };
     let kernels = Arc::new(Kernels::new(config));
@@ -57,11 +57,9 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         block.timeout = timeout;
         block.stdin_eof = !stdin_is_terminal || reading_stdin_for_code;
         let json = args.json;
-        let mut stdout = std::io::stdout();
         let mut sink = |bytes: &[u8]| {
             if !json {
-                let _ = stdout.write_all(bytes);
-                let _ = stdout.flush();
+                crate::stdout::write(bytes);
             }
         };
         let result = kernels.run(&block, &mut sink).await;
@@ -98,7 +96,7 @@ fn read_file(path: &Path) -> Result<String> {
 
 fn report(result: &RunResult, json: bool) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string(result)?);
+        crate::stdout::println(&serde_json::to_string(result)?);
         return Ok(());
     }
     let mut err = std::io::stderr();

@@ -140,15 +140,14 @@ fn command(store: &Store, command: SessionsCommand, redactor: &Redactor) -> Resu
         SessionsCommand::List { json, limit } => {
             let rows = store.list(limit, 0).map_err(e)?;
             if json {
-                println!(
-                    "{}",
-                    json_safe(&serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?)
-                );
+                crate::stdout::println(&json_safe(
+                    &serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?,
+                ));
             } else if rows.is_empty() {
-                println!("No sessions yet.");
+                crate::stdout::println("No sessions yet.");
             } else {
                 for r in rows {
-                    println!(
+                    crate::stdout::println(&format!(
                         "{}  {}  {:<40}  {}  {}  ran {} · skipped {}",
                         r.id,
                         format_time(r.updated_at),
@@ -157,32 +156,31 @@ fn command(store: &Store, command: SessionsCommand, redactor: &Redactor) -> Resu
                         visible_line(&r.cwd),
                         r.blocks_run,
                         r.blocks_skipped
-                    );
+                    ));
                 }
             }
         }
         SessionsCommand::Show { id } => {
             let id = store.resolve(&id).map_err(e)?;
-            print!(
-                "{}",
-                visible(&redactor.clean(&store.export(&id).map_err(e)?.markdown()))
-            );
+            crate::stdout::print(&visible(
+                &redactor.clean(&store.export(&id).map_err(e)?.markdown()),
+            ));
         }
         SessionsCommand::Search { query, limit } => {
             let query = query.join(" ");
             let hits = store.search(&query, limit).map_err(e)?;
             if hits.is_empty() {
-                println!("Nothing matches `{}`.", visible_line(&query));
+                crate::stdout::println(&format!("Nothing matches `{}`.", visible_line(&query)));
             }
             for h in hits {
-                println!(
+                crate::stdout::println(&format!(
                     "{}  {}  {}\n    {}: {}",
                     h.session.id,
                     format_time(h.session.updated_at),
                     visible_line(&h.session.title),
                     visible_line(&h.kind),
                     visible_line(&h.snippet)
-                );
+                ));
             }
         }
         SessionsCommand::Export { id, format, output } => {
@@ -197,13 +195,13 @@ fn command(store: &Store, command: SessionsCommand, redactor: &Redactor) -> Resu
             match output {
                 Some(path) => std::fs::write(&path, text)
                     .map_err(|err| format!("cannot write {}: {err}", path.display()))?,
-                None => print!("{text}"),
+                None => crate::stdout::print(&text),
             }
         }
         SessionsCommand::Delete { id } => {
             let id = store.resolve(&id).map_err(e)?;
             store.delete(&id).map_err(e)?;
-            println!("Deleted session {id}.");
+            crate::stdout::println(&format!("Deleted session {id}."));
         }
         SessionsCommand::Rename { id, title } => {
             let id = store.resolve(&id).map_err(e)?;
@@ -212,7 +210,7 @@ fn command(store: &Store, command: SessionsCommand, redactor: &Redactor) -> Resu
                 return Err("give the new title after the id".to_string());
             }
             store.rename(&id, &title).map_err(e)?;
-            println!("Renamed session {id}.");
+            crate::stdout::println(&format!("Renamed session {id}."));
         }
     }
     Ok(())

@@ -174,7 +174,8 @@ fn reason_text(status: StatusCode, body: &str) -> String {
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
     let secs: f64 = value.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    // A server's number, whatever it is, is no reason to wait more than an hour (or panic).
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)))
 }
 
 fn where_(config: &ProviderConfig) -> String {

@@ -1,0 +1,29 @@
+//! Standard output that may be a pipe someone closes (`oi-tui sessions show 3 | head -1`):
+//! a closed pipe ends oi-tui quietly with status 141, as other tools do (kernels stopped,
+//! the terminal restored), instead of a panic or a run that goes on printing to nobody.
+
+use std::io::Write;
+
+/// Writes the bytes and flushes them; a closed pipe ends the program.
+pub fn write(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(bytes).and_then(|()| out.flush())
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        drop(out);
+        crate::shutdown::exit(141);
+    }
+}
+
+/// Writes the text.
+pub fn print(text: &str) {
+    write(text.as_bytes());
+}
+
+/// Writes the text and a newline.
+pub fn println(text: &str) {
+    let mut line = String::with_capacity(text.len() + 1);
+    line.push_str(text);
+    line.push('\n');
+    write(line.as_bytes());
+}

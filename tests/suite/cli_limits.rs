@@ -1,0 +1,132 @@
+//! Out-of-range numbers are usage errors that name the range (they used to panic while
+//! becoming durations), and a closed standard output (`| head -1`) ends oi-tui quietly
+//! with status 141 instead of a panic.
+
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+
+use super::model_server::{ModelServer, Reply};
+
+fn oi_tui(dir: &std::path::Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_oi-tui"));
+    cmd.stdin(Stdio::null())
+        .current_dir(dir)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_DATA_HOME", dir.join("share"))
+        .env_remove("OI_TUI_CONFIG");
+    cmd
+}
+
+#[test]
+fn seconds_out_of_range_are_usage_errors_with_the_range() {
+    let dir = tempfile::tempdir().expect("dir");
+    for args in [
+        ["--timeout", "1e308"],
+        ["--idle-timeout", "1e30"],
+        ["--connect-timeout", "-1"],
+        ["--timeout", "NaN"],
+    ] {
+        let out = oi_tui(dir.path())
+            .args(args)
+            .args(["--task", "x", "--model", "openai/x"])
+            .args(["--api-base", "http://127.0.0.1:9/v1"])
+            .output()
+            .expect("ran");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("from 0.001 to 31536000 (a year)"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let out = oi_tui(dir.path())
+        .args(["run", "python", "-c", "print(1)", "--timeout", "1e308"])
+        .output()
+        .expect("ran");
+    assert_eq!(out.status.code(), Some(2));
+
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "timeout = 1e308\nidle_timeout = 1e30\n").expect("config");
+    let out = oi_tui(dir.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["--task", "x", "--model", "openai/x"])
+        .args(["--api-base", "http://127.0.0.1:9/v1"])
+        .output()
+        .expect("ran");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("timeout = 1e308: give a number of seconds"),
+        "{err}"
+    );
+}
+
+/// Runs the command with its standard output closed after the first line is read.
+fn first_line_then_close(mut cmd: Command) -> (String, std::process::ExitStatus, String) {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = Vec::new();
+    let mut byte = [0u8; 1];
+    while stdout.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
+        first.push(byte[0]);
+    }
+    drop(stdout);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("stderr read");
+    let status = child.wait().expect("wait");
+    (String::from_utf8_lossy(&first).into_owned(), status, err)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_pipe_ends_json_and_sessions_output_quietly() {
+    let dir = tempfile::tempdir().expect("dir");
+    let many: String = (0..2000).map(|i| format!("print('line {i}')\n")).collect();
+    let server = ModelServer::start(vec![
+        Reply::tool("python", &many),
+        Reply::text("Done, and here is a long answer."),
+    ])
+    .await;
+    let mut cmd = oi_tui(dir.path());
+    cmd.args(["-y", "--json", "--task", "go", "--model", "openai/scripted"])
+        .args(["--api-base", &server.base("openai"), "--api-key", "k"])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"));
+    let (first, status, err) = tokio::task::spawn_blocking(move || first_line_then_close(cmd))
+        .await
+        .expect("joined");
+    assert!(first.starts_with('{'), "{first}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        status.code() == Some(141) || status.code() == Some(0) || status.signal() == Some(13),
+        "{status:?}: {err}"
+    );
+
+    // The session it left has many lines: show it into a closed pipe.
+    let list = oi_tui(dir.path())
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(["sessions", "list", "--json"])
+        .output()
+        .expect("list");
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    let id = rows[0]["id"].as_str().expect("a session").to_string();
+    let mut cmd = oi_tui(dir.path());
+    cmd.arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(["sessions", "show", &id]);
+    let (_, status, err) = first_line_then_close(cmd);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        status.code() == Some(141) || status.code() == Some(0),
+        "{status:?}: {err}"
+    );
+}
