@@ -425,6 +425,21 @@ pub fn load(
         .unwrap_or_else(default_data_dir);
     // The project file's rules, when the user trusted it as it is.
     crate::project_rules::apply(&cwd, &data_dir, &mut rules, &mut warnings);
+    // Blocks must not rewrite the rules, the trust or the store, even from a workspace
+    // that holds them.
+    crate::sandbox::protect(
+        [
+            config_path.clone().or_else(default_config_path),
+            config_path
+                .clone()
+                .or_else(default_config_path)
+                .and_then(|p| p.parent().map(Path::to_path_buf)),
+            Some(data_dir.clone()),
+            Some(crate::project_rules::path_in(&cwd)),
+        ]
+        .into_iter()
+        .flatten(),
+    );
     if let Some(path) = &config_path
         && file.settings.api_key.is_some()
     {

@@ -23,6 +23,13 @@ fn main() {
     }
     let cli = Cli::parse();
     shutdown::install_panic_hook();
+    // Not dumpable: the blocks oi-tui runs (as the same user) cannot read its environment
+    // (the provider's key) or memory through /proc, nor attach a debugger to it. Kernels
+    // are new programs and dumpable again.
+    // SAFETY: prctl with PR_SET_DUMPABLE takes plain integers and touches no memory.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -48,7 +48,12 @@ fn find_bwrap() -> Option<PathBuf> {
 }
 
 /// `bwrap … --` for these writable roots.
-pub(super) fn prefix(roots: &[PathBuf], network: Network, exe: &Path) -> Vec<OsString> {
+pub(super) fn prefix(
+    roots: &[PathBuf],
+    protected: &[PathBuf],
+    network: Network,
+    exe: &Path,
+) -> Vec<OsString> {
     let bwrap = find_bwrap().unwrap_or_else(|| PathBuf::from("bwrap"));
     let mut args: Vec<OsString> = vec![bwrap.into()];
     let mut push = |items: &[&std::ffi::OsStr]| args.extend(items.iter().map(OsString::from));
@@ -63,6 +68,16 @@ pub(super) fn prefix(roots: &[PathBuf], network: Network, exe: &Path) -> Vec<OsS
             push(&["--ro-bind".as_ref(), git.as_os_str(), git.as_os_str()]);
         }
     }
+    for path in protected {
+        push(&["--ro-bind".as_ref(), path.as_os_str(), path.as_os_str()]);
+    }
+    // A process namespace of its own, with its own /proc: a block cannot read oi-tui's
+    // environment (the provider's key) or memory through /proc, nor signal its processes.
+    push(&[
+        "--unshare-pid".as_ref(),
+        "--proc".as_ref(),
+        "/proc".as_ref(),
+    ]);
     if network == Network::Off {
         push(&["--unshare-net".as_ref()]);
     }
@@ -89,6 +104,7 @@ mod tests {
         std::fs::create_dir(dir.path().join(".git")).unwrap_or_else(|e| panic!("mkdir: {e}"));
         let args = prefix(
             &[dir.path().to_path_buf()],
+            &[],
             Network::Off,
             Path::new("/x/oi-tui"),
         );
@@ -114,6 +130,7 @@ mod tests {
         assert_eq!(text.last().map(String::as_str), Some("--"));
         let on = prefix(
             &[dir.path().to_path_buf()],
+            &[],
             Network::On,
             Path::new("/x/oi-tui"),
         );

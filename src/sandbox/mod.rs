@@ -148,6 +148,32 @@ pub fn detect() -> Detection {
         .clone()
 }
 
+/// oi-tui's own files (the user's config, the data directory with the store and the trust
+/// record, the project's rules file): kept read-only inside the sandbox even when they lie
+/// under a writable directory (bubblewrap; Landlock cannot take back part of a tree).
+static PROTECTED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Names oi-tui's own files, which blocks must not change (see `PROTECTED`).
+pub fn protect(paths: impl IntoIterator<Item = PathBuf>) {
+    if let Ok(mut protected) = PROTECTED.lock() {
+        for path in paths {
+            if !protected.contains(&path) {
+                protected.push(path);
+            }
+        }
+    }
+}
+
+/// The protected paths that exist and lie under one of the roots.
+fn protected_under(roots: &[PathBuf]) -> Vec<PathBuf> {
+    let protected = PROTECTED.lock().map(|p| p.clone()).unwrap_or_default();
+    protected
+        .into_iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .filter(|p| roots.iter().any(|r| p.starts_with(r)))
+        .collect()
+}
+
 /// The directories a kernel may write under these settings.
 pub fn writable_roots(mode: SandboxMode, cwd: &Path) -> Vec<PathBuf> {
     let mut roots = vec![std::env::temp_dir()];
@@ -215,7 +241,9 @@ pub fn prefix_with(
 ) -> Vec<OsString> {
     let roots = writable_roots(settings.mode, cwd);
     match backend {
-        Backend::Bubblewrap => bubblewrap::prefix(&roots, settings.network, exe),
+        Backend::Bubblewrap => {
+            bubblewrap::prefix(&roots, &protected_under(&roots), settings.network, exe)
+        }
         Backend::Landlock => landlock::prefix(&roots, settings.network, exe),
     }
 }

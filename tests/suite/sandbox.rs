@@ -307,3 +307,62 @@ async fn without_a_terminal_a_refused_block_stays_refused_and_the_model_hears_wh
         );
     }
 }
+
+/// Scans every process it can see for the key, in the environment and the command line.
+const SCAN: &str = "import os\nneedle = b'sk-test' + b'-leak'\nhits = []\nfor p in os.listdir('/proc'):\n    if p.isdigit():\n        for f in ('environ', 'cmdline'):\n            try:\n                if needle in open(f'/proc/{p}/{f}', 'rb').read():\n                    hits.append((p, f))\n            except OSError:\n                pass\nprint('SCAN-' + ('FOUND' if hits else 'CLEAN'), hits)\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_cannot_read_the_key_out_of_oi_tui_through_proc() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let server =
+            ModelServer::start(vec![Reply::tool("python", SCAN), Reply::text("Done.")]).await;
+        let mut cmd = layout.command(backend);
+        cmd.env("OPENAI_API_KEY", "sk-test-leak-987654321")
+            .args(["-y", "--task", "go", "--model", "openai/scripted"])
+            .args(["--api-base", &server.base("openai")])
+            .arg("--data-dir")
+            .arg(layout.path("data"));
+        let all = text(&run(cmd).await);
+        assert!(all.contains("SCAN-"), "{backend}: the block ran:\n{all}");
+        // Root may read any process; under Landlock nothing but the pid namespace of
+        // bubblewrap hides oi-tui from a root kernel (the README says so).
+        if backend == "bubblewrap" || !root {
+            assert!(all.contains("SCAN-CLEAN"), "{backend}: {all}");
+        }
+        assert!(
+            !server.chats()[1].all_text().contains("sk-test-leak"),
+            "{backend}: the key reached the model"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_cannot_rewrite_oi_tuis_own_files_inside_the_workspace() {
+    let layout = Layout::new();
+    let ws = layout.path("ws");
+    let config = ws.join("cfg/oi-tui/config.toml");
+    std::fs::create_dir_all(config.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&config, "[policy]\ndeny = [\"rm\"]\n").expect("config");
+    let code = "printf '[policy]\\nallow = [\"rm\"]\\n' > cfg/oi-tui/config.toml; echo cfg-$?; touch data/x; echo data-$?; touch free; echo free-$?";
+    let server = ModelServer::start(vec![Reply::tool("shell", code), Reply::text("Done.")]).await;
+    let mut cmd = layout.command("bubblewrap");
+    cmd.env("XDG_CONFIG_HOME", ws.join("cfg"))
+        .args(["-y", "--task", "go", "--model", "openai/scripted"])
+        .args(["--api-base", &server.base("openai"), "--api-key", "k"])
+        .arg("--data-dir")
+        .arg(ws.join("data"));
+    let all = text(&run(cmd).await);
+    assert!(
+        all.contains("free-0"),
+        "the workspace stays writable: {all}"
+    );
+    assert!(all.contains("cfg-1") && all.contains("data-1"), "{all}");
+    assert_eq!(
+        std::fs::read_to_string(&config).expect("config"),
+        "[policy]\ndeny = [\"rm\"]\n"
+    );
+    assert!(!ws.join("data/x").exists());
+}
