@@ -137,14 +137,20 @@ mod tests {
         let stale = parent.path().join(format!("oi-tui-python-{gone}-abc"));
         std::fs::create_dir(&stale).unwrap();
         std::fs::write(stale.join("block-1.py"), "secret").unwrap();
-        let live = parent
+        let own = parent
             .path()
             .join(format!("oi-tui-shell-{}-def", std::process::id()));
+        std::fs::create_dir(&own).unwrap();
+        // Another live process (the one that started this test).
+        let live = parent
+            .path()
+            .join(format!("oi-tui-ruby-{}-ghi", std::os::unix::process::parent_id()));
         std::fs::create_dir(&live).unwrap();
         let other = parent.path().join("oi-tui-html");
         std::fs::create_dir(&other).unwrap();
         assert_eq!(sweep_stale(parent.path()), 1);
         assert!(!stale.exists());
+        assert!(own.exists());
         assert!(live.exists());
         assert!(other.exists());
     }
