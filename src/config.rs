@@ -854,9 +854,16 @@ max_turns = 3
             unattended.kernels.default_timeout,
             Some(UNATTENDED_BLOCK_TIMEOUT)
         );
-        assert_eq!(s.engine_config(ask, false).unwrap().kernels.default_timeout, None);
-        let s = load_with("model = \"ollama/x\"\ntimeout = 5\n", FlagSettings::default(), &[])
-            .unwrap();
+        assert_eq!(
+            s.engine_config(ask, false).unwrap().kernels.default_timeout,
+            None
+        );
+        let s = load_with(
+            "model = \"ollama/x\"\ntimeout = 5\n",
+            FlagSettings::default(),
+            &[],
+        )
+        .unwrap();
         let set = s.engine_config(ask, true).unwrap();
         assert_eq!(set.block_timeout, Some(Duration::from_secs(5)));
     }

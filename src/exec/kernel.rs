@@ -155,14 +155,18 @@ impl Kernel {
             return Vec::new();
         }
         let pid = self.pid();
-        [(0, "standard input"), (1, "standard output"), (2, "standard error")]
-            .into_iter()
-            .filter(|(fd, _)| {
-                std::fs::symlink_metadata(format!("/proc/{pid}/fd/{fd}")).is_err()
-                    && std::fs::metadata(format!("/proc/{pid}")).is_ok()
-            })
-            .map(|(_, name)| name)
-            .collect()
+        [
+            (0, "standard input"),
+            (1, "standard output"),
+            (2, "standard error"),
+        ]
+        .into_iter()
+        .filter(|(fd, _)| {
+            std::fs::symlink_metadata(format!("/proc/{pid}/fd/{fd}")).is_err()
+                && std::fs::metadata(format!("/proc/{pid}")).is_ok()
+        })
+        .map(|(_, name)| name)
+        .collect()
     }
 
     pub fn is_dead(&self) -> bool {

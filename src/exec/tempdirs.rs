@@ -142,9 +142,10 @@ mod tests {
             .join(format!("oi-tui-shell-{}-def", std::process::id()));
         std::fs::create_dir(&own).unwrap();
         // Another live process (the one that started this test).
-        let live = parent
-            .path()
-            .join(format!("oi-tui-ruby-{}-ghi", std::os::unix::process::parent_id()));
+        let live = parent.path().join(format!(
+            "oi-tui-ruby-{}-ghi",
+            std::os::unix::process::parent_id()
+        ));
         std::fs::create_dir(&live).unwrap();
         let other = parent.path().join("oi-tui-html");
         std::fs::create_dir(&other).unwrap();

@@ -90,7 +90,10 @@ fn tool_results(server: &ModelServer) -> Vec<String> {
         .iter()
         .skip(1)
         .map(|chat| {
-            let messages = chat.body["messages"].as_array().cloned().unwrap_or_default();
+            let messages = chat.body["messages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
             messages
                 .iter()
                 .rev()
@@ -112,7 +115,10 @@ async fn blocks_that_wait_for_the_keyboard_end_and_the_next_block_runs() {
         Reply::tool("shell", "exec bash"),
         Reply::tool("shell", "bash -i"),
         Reply::tool("shell", "echo next-$((6 * 7))"),
-        Reply::tool("python", "import code\ncode.interact()\nprint('py-' + str(6 * 7))"),
+        Reply::tool(
+            "python",
+            "import code\ncode.interact()\nprint('py-' + str(6 * 7))",
+        ),
         Reply::text("All done."),
     ])
     .await;
@@ -133,7 +139,11 @@ async fn blocks_that_wait_for_the_keyboard_end_and_the_next_block_runs() {
         );
     }
     // `exec bash` replaced the kernel: it says so, and the next block says it is fresh.
-    assert!(results[2].contains("kernel itself exited"), "{}", results[2]);
+    assert!(
+        results[2].contains("kernel itself exited"),
+        "{}",
+        results[2]
+    );
     assert!(
         results[3].contains("fresh one"),
         "after exec bash: {}",
@@ -192,7 +202,11 @@ async fn blocks_that_close_their_output_leave_working_kernels() {
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let stdout = text(&out.stdout);
     for needle in &expected {
-        assert!(stdout.contains(needle), "{needle:?} missing: {}", show(&out));
+        assert!(
+            stdout.contains(needle),
+            "{needle:?} missing: {}",
+            show(&out)
+        );
     }
     let results = tool_results(&server);
     assert_eq!(results.len(), blocks, "{results:#?}");
@@ -382,7 +396,10 @@ async fn the_default_timeout_says_it_is_one_and_how_to_change_it() {
     let (kernels, _dir) = kernels_with(|c| c.default_timeout = Some(Duration::from_secs(1)));
     let (result, _) = tokio::time::timeout(
         LIMIT,
-        run_block(&kernels, Block::new(Language::Shell, "sleep 30").stdin_eof()),
+        run_block(
+            &kernels,
+            Block::new(Language::Shell, "sleep 30").stdin_eof(),
+        ),
     )
     .await
     .expect("the block ended");
@@ -397,5 +414,9 @@ async fn the_default_timeout_says_it_is_one_and_how_to_change_it() {
     )
     .await;
     assert_eq!(own.status, RunStatus::TimedOut);
-    assert!(!own.notes.join("\n").contains("--timeout"), "{:?}", own.notes);
+    assert!(
+        !own.notes.join("\n").contains("--timeout"),
+        "{:?}",
+        own.notes
+    );
 }
