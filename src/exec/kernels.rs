@@ -135,6 +135,8 @@ pub struct Kernels {
 
 impl Kernels {
     pub fn new(config: KernelConfig) -> Self {
+        // Directories left in the temp dir by runs that crashed go at the start of the next.
+        super::tempdirs::sweep_once(&std::env::temp_dir());
         let size = (config.rows, config.cols);
         Kernels {
             config,

@@ -21,11 +21,9 @@ fn prefix(language: Language) -> String {
 }
 
 /// Creates a kernel's private directory (0700) in `parent` and registers it for removal at
-/// exit. The first call also sweeps `parent` of directories left by runs that are gone.
+/// exit. Sweeps `parent` first, if that was not done yet.
 pub(crate) fn create(parent: &Path, language: Language) -> std::io::Result<tempfile::TempDir> {
-    SWEPT.call_once(|| {
-        sweep_stale(parent);
-    });
+    sweep_once(parent);
     let dir = tempfile::Builder::new()
         .prefix(&prefix(language))
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
@@ -34,6 +32,13 @@ pub(crate) fn create(parent: &Path, language: Language) -> std::io::Result<tempf
         live.push(dir.path().to_path_buf());
     }
     Ok(dir)
+}
+
+/// Sweeps `parent` of stale kernel directories, the first time it is called in this process.
+pub(crate) fn sweep_once(parent: &Path) {
+    SWEPT.call_once(|| {
+        sweep_stale(parent);
+    });
 }
 
 /// Forgets a directory that its owner removes itself (a kernel that stopped).
