@@ -104,6 +104,10 @@ pub struct FlagSettings {
     pub safe_mode: bool,
 }
 
+/// How long a block may run when nobody can watch (headless, stdin not a terminal) and no
+/// `timeout` is set.
+pub const UNATTENDED_BLOCK_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// The settings in force.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -258,6 +262,8 @@ impl Settings {
                 max_output: self.max_output,
                 env: self.kernel_env(),
                 clear_env: true,
+                // Nobody can stop a block that never ends: a default limit, said when it fires.
+                default_timeout: unattended.then_some(UNATTENDED_BLOCK_TIMEOUT),
                 ..crate::exec::KernelConfig::default()
             },
             data_dir: Some(self.data_dir.clone()),
@@ -872,5 +878,29 @@ max_turns = 3
             .unwrap_err()
             .contains("sometimes")
         );
+    }
+
+    #[test]
+    fn unattended_runs_get_a_default_block_timeout_unless_one_is_set() {
+        let s = load_with("model = \"ollama/x\"\n", FlagSettings::default(), &[]).unwrap();
+        let ask = crate::protocol::ApprovalMode::Ask;
+        let unattended = s.engine_config(ask, true).unwrap();
+        assert_eq!(unattended.block_timeout, None);
+        assert_eq!(
+            unattended.kernels.default_timeout,
+            Some(UNATTENDED_BLOCK_TIMEOUT)
+        );
+        assert_eq!(
+            s.engine_config(ask, false).unwrap().kernels.default_timeout,
+            None
+        );
+        let s = load_with(
+            "model = \"ollama/x\"\ntimeout = 5\n",
+            FlagSettings::default(),
+            &[],
+        )
+        .unwrap();
+        let set = s.engine_config(ask, true).unwrap();
+        assert_eq!(set.block_timeout, Some(Duration::from_secs(5)));
     }
 }

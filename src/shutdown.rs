@@ -43,9 +43,11 @@ pub fn install_panic_hook() {
 }
 
 /// On SIGTERM or SIGHUP, leaves through `exit` (kernels killed, terminal restored) with the
-/// conventional status. Every face gets this from `main`.
+/// conventional status. Every face gets this from `main`. Also survives a file-size limit
+/// (`survive_file_size_limit`).
 pub fn exit_on_terminate() {
     use tokio::signal::unix::{SignalKind, signal};
+    survive_file_size_limit();
     for (kind, number) in [
         (SignalKind::terminate(), libc::SIGTERM),
         (SignalKind::hangup(), libc::SIGHUP),
@@ -73,4 +75,21 @@ pub fn on_interrupt(mut handle: impl FnMut() + Send + 'static) {
             handle();
         }
     });
+}
+
+/// A write past the file-size limit (`ulimit -f`) fails with EFBIG, reported like any other
+/// write error, instead of killing oi-tui with SIGXFSZ. The signal is caught by a handler
+/// that does nothing rather than ignored: a caught signal is reset to its default on exec,
+/// so kernels and what they start still get the usual disposition.
+pub fn survive_file_size_limit() {
+    extern "C" fn nothing(_: libc::c_int) {}
+    // SAFETY: sigaction(2) with a zeroed struct naming a handler that touches nothing;
+    // SA_RESTART keeps other system calls from failing with EINTR.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = nothing as extern "C" fn(libc::c_int) as usize;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGXFSZ, &action, std::ptr::null_mut());
+    }
 }

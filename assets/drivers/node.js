@@ -32,10 +32,54 @@ globalThis.__dirname = process.cwd();
 // The block that runs now: { block, nonce, done, interrupt }.
 let current = null;
 
+// A block that closed standard output or error (fs.closeSync(1), process.stdout.destroy())
+// would leave every later block mute: the descriptors are opened again on the terminal (an
+// open takes the lowest free one), and a stream that can no longer write is replaced.
+function repairStdio() {
+  for (const [fd, flags] of [[0, 'r'], [1, 'w'], [2, 'w']]) {
+    try {
+      fs.fstatSync(fd);
+    } catch (_) {
+      try {
+        const got = fs.openSync('/dev/tty', flags);
+        if (got !== fd) fs.closeSync(got);
+      } catch (_) {
+        // Left as it is: oi-tui restarts a kernel whose streams are gone.
+      }
+    }
+  }
+  let replaced = false;
+  for (const [name, fd] of [['stdout', 1], ['stderr', 2]]) {
+    const stream = process[name];
+    if (stream && !stream.destroyed && !stream.writableEnded) continue;
+    try {
+      const tty = require('tty');
+      const fresh = tty.isatty(fd) ? new tty.WriteStream(fd) : fs.createWriteStream(null, { fd, autoClose: false });
+      Object.defineProperty(process, name, { configurable: true, enumerable: true, get: () => fresh });
+      replaced = true;
+    } catch (_) {
+      // As above.
+    }
+  }
+  if (replaced) {
+    globalThis.console = new console.Console({ stdout: process.stdout, stderr: process.stderr });
+  }
+}
+
 function writeMarker(run, status) {
   if (run.done) return;
   run.done = true;
   if (current === run) current = null;
+  repairStdio();
+  try {
+    fs.fstatSync(markerFd);
+  } catch (_) {
+    try {
+      markerFd = fs.openSync('/dev/tty', 'w');
+    } catch (_) {
+      markerFd = 1;
+    }
+  }
   fs.writeSync(markerFd, `\x1b]5379;${run.nonce};${run.block};${status}\x07`);
 }
 

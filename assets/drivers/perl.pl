@@ -39,9 +39,22 @@ while (1) {
     my ($block, $nonce, $path) = split / /, $line, 3;
     next unless defined $path;
     my $status = run_block($block, $path);
+    repair_stdio();
     STDOUT->flush;
     STDERR->flush;
     print {$marker} "\e]5379;$nonce;$block;$status\a";
+}
+
+# A block that closed STDOUT or STDERR (or STDIN) would leave every later block mute:
+# they are opened again on the terminal (on descriptors 0-2, which are free again).
+sub repair_stdio {
+    open(STDIN, '<', '/dev/tty') unless defined fileno(STDIN);
+    if (!defined fileno(STDOUT)) {
+        open(STDOUT, '>', '/dev/tty') and STDOUT->autoflush(1);
+    }
+    if (!defined fileno(STDERR)) {
+        open(STDERR, '>', '/dev/tty') and STDERR->autoflush(1);
+    }
 }
 
 sub run_block {

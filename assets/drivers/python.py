@@ -30,13 +30,44 @@ def main():
         if not line:
             return
         block, nonce, path = line.rstrip("\n").split(" ", 2)
-        status = 130
+        status = 1
         try:
+            repair_stdio()
             status = run_block(block, path, namespace)
         except KeyboardInterrupt:
             status = 130
+        except BaseException:
+            # Reporting the block's own error failed (its stderr is gone): status 1 stands.
+            pass
         finally:
-            write_marker(marker_fd, nonce, block, status)
+            repair_stdio()
+            marker_fd = write_marker(marker_fd, nonce, block, status)
+
+
+def repair_stdio():
+    """Reopens on the terminal the standard descriptors and streams a block closed
+    (os.close(1), sys.stdout.close()), so that later blocks can print."""
+    for fd, flags in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                new = os.open("/dev/tty", flags | os.O_NOCTTY)
+                if new != fd:
+                    os.dup2(new, fd)
+                    os.close(new)
+                # Children inherit 0-2 (os.open makes descriptors close-on-exec).
+                os.set_inheritable(fd, True)
+            except OSError:
+                pass
+    for name, fd, mode in (("stdin", 0, "r"), ("stdout", 1, "w"), ("stderr", 2, "w")):
+        stream = getattr(sys, name)
+        if stream is None or getattr(stream, "closed", False):
+            try:
+                setattr(sys, name, open(fd, mode, buffering=1, closefd=False,
+                                        errors="backslashreplace"))
+            except OSError:
+                pass
 
 
 def run_block(block, path, namespace):
@@ -76,7 +107,10 @@ def run_block(block, path, namespace):
 
 
 def write_marker(fd, nonce, block, status):
+    """Writes the end marker; returns the descriptor to write the next one to (the
+    terminal reopened, if the block closed it)."""
     marker = ("\x1b]5379;%s;%s;%d\x07" % (nonce, block, status)).encode()
+    reopened = False
     while True:
         try:
             for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
@@ -85,9 +119,17 @@ def write_marker(fd, nonce, block, status):
                 except Exception:
                     pass
             os.write(fd, marker)
-            return
+            return fd
         except KeyboardInterrupt:
             continue
+        except OSError:
+            if reopened:
+                raise
+            reopened = True
+            try:
+                fd = os.open("/dev/tty", os.O_WRONLY | os.O_NOCTTY)
+            except OSError:
+                fd = 1
 
 
 main()

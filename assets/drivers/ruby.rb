@@ -14,6 +14,27 @@ rescue StandardError
 end
 marker_io.sync = true
 control = File.open(fifo, 'r')
+
+# A block that closed $stdout or $stderr ($stdout.close) would leave every later block
+# mute: they are opened again on the same descriptors (Ruby keeps descriptors 0-2 open).
+repair_stdio = lambda do
+  begin
+    $stdin = IO.new(0, 'r', autoclose: false) if $stdin.closed?
+  rescue StandardError
+    nil
+  end
+  [[1, '$stdout'], [2, '$stderr']].each do |fd, name|
+    next unless eval(name).closed? # rubocop:disable Security/Eval
+
+    begin
+      io = IO.new(fd, 'w', autoclose: false)
+      io.sync = true
+      name == '$stdout' ? ($stdout = io) : ($stderr = io)
+    rescue StandardError
+      nil
+    end
+  end
+end
 driver_file = File.expand_path(__FILE__)
 block_binding = TOPLEVEL_BINDING
 
@@ -48,8 +69,13 @@ loop do
     status = 130
   ensure
     begin
-      $stdout.flush
-      $stderr.flush
+      repair_stdio.call
+      [$stdout, $stderr].each do |io|
+        io.flush
+      rescue StandardError
+        nil
+      end
+      marker_io = File.open('/dev/tty', 'w') if marker_io.closed?
       marker_io.write("\e]5379;#{nonce};#{block};#{status}\a")
     rescue Interrupt
       retry

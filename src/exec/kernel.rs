@@ -40,6 +40,8 @@ pub(crate) struct RunOptions {
     pub grace: Duration,
     pub max_output: usize,
     pub stdin_eof: bool,
+    /// The time limit is the unattended default, not one the user set.
+    pub timeout_is_default: bool,
 }
 
 pub(crate) struct Kernel {
@@ -57,6 +59,33 @@ enum End {
     Killed(ExitInfo),
 }
 
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        // The directory goes with `dir`, right after this.
+        super::tempdirs::forget(self.dir.path());
+    }
+}
+
+/// With nobody to type (`stdin_eof`): what was done about a block that waits for keyboard
+/// input. End-of-file first, as Ctrl-D would (it ends `cat`, `read`, REPLs and shells at
+/// their prompt, in cooked and in raw mode); to a reader that shrugs it off (a pager, an
+/// editor) a hangup, as when a terminal goes away; then SIGKILL.
+#[derive(Debug, Default)]
+struct Starved {
+    /// End-of-file sent to readers that were waiting.
+    eofs: u32,
+    /// When the programs reading the terminal were sent SIGHUP (or SIGINT, when the
+    /// kernel itself was the reader).
+    hung_up: Option<tokio::time::Instant>,
+    /// The readers were killed.
+    killed: bool,
+}
+
+/// End-of-file is sent this many times before the readers are ended.
+const MAX_EOFS: u32 = 3;
+/// How long readers have to end after a hangup before they are killed.
+const HANGUP_WAIT: Duration = Duration::from_secs(1);
+
 impl Kernel {
     pub fn start(
         language: Language,
@@ -68,10 +97,7 @@ impl Kernel {
         size: PtySize,
     ) -> io::Result<Kernel> {
         // 0700 from the start: it holds the code of every block.
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("oi-tui-{}-", language.name()))
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .tempdir()?;
+        let dir = super::tempdirs::create(&std::env::temp_dir(), language)?;
         let (driver_name, driver_source) = driver(language);
         let driver_path = dir.path().join(driver_name);
         write_private(&driver_path, driver_source.as_bytes())?;
@@ -121,6 +147,26 @@ impl Kernel {
 
     pub fn pid(&self) -> i32 {
         self.process.pid()
+    }
+
+    /// The interpreter's standard streams that are closed (Linux; elsewhere none known).
+    pub fn closed_stdio(&self) -> Vec<&'static str> {
+        if !cfg!(target_os = "linux") {
+            return Vec::new();
+        }
+        let pid = self.pid();
+        [
+            (0, "standard input"),
+            (1, "standard output"),
+            (2, "standard error"),
+        ]
+        .into_iter()
+        .filter(|(fd, _)| {
+            std::fs::symlink_metadata(format!("/proc/{pid}/fd/{fd}")).is_err()
+                && std::fs::metadata(format!("/proc/{pid}")).is_ok()
+        })
+        .map(|(_, name)| name)
+        .collect()
     }
 
     pub fn is_dead(&self) -> bool {
@@ -175,8 +221,8 @@ impl Kernel {
         let mut timed_out = false;
         let mut grace: Option<tokio::time::Instant> = None;
         let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
-        // Nobody can answer when stdin sees end-of-file: no need to notice waits then.
-        let probing = !opts.stdin_eof;
+        let mut starved = Starved::default();
+        let mut survivors = Vec::new();
         let mut last_output = tokio::time::Instant::now();
         let mut probe = tokio::time::interval(PROBE_EVERY);
         probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -208,15 +254,19 @@ impl Kernel {
                     None => {
                         let _ = timeout(REAP_WAIT, self.process.exit.wait_for(Option::is_some)).await;
                         if self.process.exited().is_none() {
-                            self.process.control.kill();
+                            survivors = self.process.control.kill();
                             break End::Killed(self.await_exit().await);
                         }
                     }
                 },
                 _ = self.process.exit.changed() => {}
-                _ = probe.tick(), if probing => {
+                _ = probe.tick() => {
                     if last_output.elapsed() >= QUIET {
-                        set_waiting(self.process.control.waits_for_input());
+                        let waits = self.process.control.waits_for_input();
+                        set_waiting(waits);
+                        if waits && opts.stdin_eof {
+                            self.starve(&mut starved, opts, &mut grace);
+                        }
                     }
                 }
                 _ = interrupt.notified() => {
@@ -230,7 +280,7 @@ impl Kernel {
                     grace.get_or_insert(tokio::time::Instant::now() + opts.grace);
                 }
                 _ = sleep_until(grace.unwrap_or(far)), if grace.is_some() => {
-                    self.process.control.kill();
+                    survivors = self.process.control.kill();
                     let _ = self.drain(&mut scanner, &mut capture, sink).await;
                     break End::Killed(self.await_exit().await);
                 }
@@ -259,10 +309,22 @@ impl Kernel {
             notes: Vec::new(),
             file: None,
         };
+        if starved.eofs > 0 {
+            result.notes.push(if starved.hung_up.is_some() {
+                "The block waited for keyboard input that cannot come (nobody can type in this mode); end-of-file did not end it, so the programs reading the terminal were ended.".to_string()
+            } else {
+                "The block waited for keyboard input that cannot come (nobody can type in this mode), so it was sent end-of-file.".to_string()
+            });
+        }
         if timed_out {
             let limit = opts.timeout.unwrap_or_default();
+            let hint = if opts.timeout_is_default {
+                " (the default for runs nobody can watch; set another with --timeout SECONDS or `timeout =` in the config file)"
+            } else {
+                ""
+            };
             result.notes.push(format!(
-                "The block ran longer than its time limit of {} and was stopped.",
+                "The block ran longer than its time limit of {}{hint} and was stopped.",
                 format_duration(limit)
             ));
         } else if interrupted {
@@ -282,8 +344,17 @@ impl Kernel {
             End::Killed(info) => {
                 result.signal = info.signal.map(signal_name);
                 result.state_lost = true;
+                let killed = if survivors.is_empty() {
+                    "everything it started were killed".to_string()
+                } else {
+                    format!(
+                        "what it started were killed, except {} that had detached (setsid or nohup) and still run: {}",
+                        plural(survivors.len(), "process", "processes"),
+                        list_survivors(&survivors)
+                    )
+                };
                 result.notes.push(format!(
-                    "It did not stop within {grace} of SIGINT, so the {lang} kernel and everything it started were killed. Its state (variables, imports, working directory) is lost; the next {lang} block starts a fresh kernel.",
+                    "It did not stop within {grace} of SIGINT, so the {lang} kernel and {killed}. Its state (variables, imports, working directory) is lost; the next {lang} block starts a fresh kernel.",
                     grace = format_duration(opts.grace),
                     lang = self.language,
                 ));
@@ -305,6 +376,53 @@ impl Kernel {
             ));
         }
         result
+    }
+
+    /// A block waits for keyboard input nobody can type: the next step of `Starved`.
+    fn starve(
+        &self,
+        starved: &mut Starved,
+        opts: &RunOptions,
+        grace: &mut Option<tokio::time::Instant>,
+    ) {
+        let control = &self.process.control;
+        let now = tokio::time::Instant::now();
+        match starved.hung_up {
+            None if starved.eofs < MAX_EOFS => {
+                starved.eofs += 1;
+                let _ = control.write_input(&[0x04]);
+            }
+            None => {
+                starved.hung_up = Some(now);
+                let readers = control.terminal_readers();
+                let kernel = self.pid();
+                let others: Vec<i32> = readers.iter().copied().filter(|&p| p != kernel).collect();
+                for &pid in &others {
+                    // SAFETY: kill(2) on a process of this kernel's session.
+                    unsafe {
+                        libc::kill(pid, libc::SIGHUP);
+                    }
+                }
+                if others.is_empty() {
+                    // The interpreter itself reads: its driver ends the block on SIGINT.
+                    control.interrupt();
+                }
+                grace.get_or_insert(now + HANGUP_WAIT + opts.grace);
+            }
+            Some(when) if !starved.killed && now.duration_since(when) >= HANGUP_WAIT => {
+                starved.killed = true;
+                let kernel = self.pid();
+                for pid in control.terminal_readers() {
+                    if pid != kernel {
+                        // SAFETY: kill(2) on a process of this kernel's session.
+                        unsafe {
+                            libc::kill(pid, libc::SIGKILL);
+                        }
+                    }
+                }
+            }
+            Some(_) => {}
+        }
     }
 
     /// Writes the block's file and tells the driver to run it.
@@ -347,7 +465,7 @@ impl Kernel {
             .await
             .is_ok();
         if !waited {
-            self.process.control.kill();
+            let _ = self.process.control.kill();
             let _ = timeout(REAP_WAIT, self.process.exit.wait_for(Option::is_some)).await;
         }
         self.process.exited().unwrap_or(ExitInfo {
@@ -355,6 +473,30 @@ impl Kernel {
             signal: None,
         })
     }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `pid 123 (sleep), pid 124 (python3)`, the first few of them.
+fn list_survivors(survivors: &[super::reaper::Survivor]) -> String {
+    const SHOWN: usize = 5;
+    let mut list: Vec<String> = survivors
+        .iter()
+        .take(SHOWN)
+        .map(|s| {
+            if s.name.is_empty() {
+                format!("pid {}", s.pid)
+            } else {
+                format!("pid {} ({})", s.pid, s.name)
+            }
+        })
+        .collect();
+    if survivors.len() > SHOWN {
+        list.push(format!("and {} more", survivors.len() - SHOWN));
+    }
+    list.join(", ")
 }
 
 fn make_fifo(path: &Path) -> io::Result<()> {

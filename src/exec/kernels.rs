@@ -42,6 +42,9 @@ pub struct KernelConfig {
     /// When set, no kernel starts: every block fails with this reason (a sandbox was asked
     /// for and none is available).
     pub launch_refusal: Option<String>,
+    /// The time limit of a block that has none of its own (unattended runs: nobody is
+    /// there to interrupt a block that never ends). Its note says it is a default.
+    pub default_timeout: Option<Duration>,
 }
 
 impl Default for KernelConfig {
@@ -57,6 +60,7 @@ impl Default for KernelConfig {
             html_dir: std::env::temp_dir().join("oi-tui-html"),
             launch_prefix: Vec::new(),
             launch_refusal: None,
+            default_timeout: None,
         }
     }
 }
@@ -131,6 +135,8 @@ pub struct Kernels {
 
 impl Kernels {
     pub fn new(config: KernelConfig) -> Self {
+        // Directories left in the temp dir by runs that crashed go at the start of the next.
+        super::tempdirs::sweep_once(&std::env::temp_dir());
         let size = (config.rows, config.cols);
         Kernels {
             config,
@@ -202,16 +208,29 @@ impl Kernels {
             active.control = Some(kernel.control());
         }
         let opts = RunOptions {
-            timeout: block.timeout,
+            timeout: block.timeout.or(self.config.default_timeout),
             grace: self.config.grace,
             max_output: self.config.max_output,
             stdin_eof: block.stdin_eof,
+            timeout_is_default: block.timeout.is_none() && self.config.default_timeout.is_some(),
         };
         let mut result = kernel
             .run(id, &block.code, &opts, &interrupt, &self.waiting, sink)
             .await;
         if let Some(note) = restarted_note {
             result.notes.insert(0, note);
+        }
+        // A block that closed the interpreter's own standard streams (and a driver that
+        // could not reopen them) leaves a kernel no later block could print from.
+        let closed = kernel.closed_stdio();
+        if !kernel.is_dead() && !closed.is_empty() {
+            kernels.remove(&block.language);
+            result.state_lost = true;
+            result.notes.push(format!(
+                "The block closed the {lang} kernel's {streams}, so the kernel was restarted: its state (variables, imports, working directory) is lost; the next {lang} block starts a fresh kernel.",
+                lang = block.language,
+                streams = closed.join(" and "),
+            ));
         }
         result
     }

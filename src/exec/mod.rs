@@ -18,6 +18,7 @@ mod marker;
 mod pty;
 pub mod reaper;
 mod result;
+mod tempdirs;
 mod text;
 mod waiting;
 

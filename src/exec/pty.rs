@@ -169,9 +169,27 @@ impl PtyControl {
         group.is_some_and(|group| super::waiting::group_reads_terminal(self.pid, group, tty))
     }
 
-    /// Kills the process, and every process of its session that was not detached.
-    pub fn kill(&self) {
-        reaper::kill_session(self.pid);
+    /// The processes of the terminal's foreground group that are blocked reading it
+    /// (Linux; elsewhere none).
+    pub fn terminal_readers(&self) -> Vec<i32> {
+        let Some(tty) = &self.tty else {
+            return Vec::new();
+        };
+        let group = self
+            .master
+            .lock()
+            .ok()
+            .and_then(|m| m.process_group_leader())
+            .filter(|&g| g > 0);
+        group.map_or_else(Vec::new, |group| {
+            super::waiting::terminal_readers(self.pid, group, tty)
+        })
+    }
+
+    /// Kills the process, and every process of its session that was not detached. Returns
+    /// the processes it started that are still alive (detached with `setsid` or `nohup`).
+    pub fn kill(&self) -> Vec<reaper::Survivor> {
+        reaper::kill_session_reporting(self.pid)
     }
 
     /// Types bytes into the PTY, as if from the keyboard.

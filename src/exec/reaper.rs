@@ -33,6 +33,82 @@ pub fn kill_all() {
     for session in sessions {
         kill_session(session);
     }
+    super::tempdirs::remove_all();
+}
+
+/// A process a kernel started that outlived the kernel's kill: it had detached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Survivor {
+    pub pid: i32,
+    /// Its command name (`sleep`), when it could be read.
+    pub name: String,
+}
+
+/// Kills the session led by `leader` like `kill_session`, and returns the processes it had
+/// started that are still alive afterwards: those that left the session (`setsid`) or
+/// ignore SIGHUP (`nohup`). Linux only; elsewhere none are known.
+pub(crate) fn kill_session_reporting(leader: i32) -> Vec<Survivor> {
+    #[cfg(target_os = "linux")]
+    {
+        let before = descendants(leader);
+        kill_session(leader);
+        // SIGKILL is delivered at once, but a process takes a moment to become a zombie.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        before
+            .into_iter()
+            .filter(|&pid| proc_stat(pid).is_some_and(|s| s.state != 'Z' && s.state != 'X'))
+            .map(|pid| Survivor {
+                pid,
+                name: std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .map(|n| n.trim().to_string())
+                    .unwrap_or_default(),
+            })
+            .collect()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        kill_session(leader);
+        Vec::new()
+    }
+}
+
+/// Every live process descended from `root` (children, their children, ...), and every
+/// live member of its session, whatever its parent now is.
+#[cfg(target_os = "linux")]
+fn descendants(root: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let own = std::process::id() as i32;
+    let table: Vec<(i32, i32, i32)> = dir
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != own && pid != root)
+        .filter_map(|pid| {
+            let stat = proc_stat(pid)?;
+            (stat.state != 'Z' && stat.state != 'X').then_some((pid, stat.parent, stat.session))
+        })
+        .collect();
+    // The session's members, and then everything below the leader and below them.
+    let mut found: Vec<i32> = table
+        .iter()
+        .filter(|&&(_, _, session)| session == root)
+        .map(|&(pid, _, _)| pid)
+        .collect();
+    let mut seen: std::collections::HashSet<i32> = found.iter().copied().collect();
+    let mut frontier = found.clone();
+    frontier.push(root);
+    while let Some(parent) = frontier.pop() {
+        for &(pid, ppid, _) in &table {
+            if ppid == parent && seen.insert(pid) {
+                found.push(pid);
+                frontier.push(pid);
+            }
+        }
+        if found.len() > 4096 {
+            break;
+        }
+    }
+    found
 }
 
 /// Kills the session led by `leader`: the leader, and every member that does not ignore
@@ -130,6 +206,7 @@ pub fn session_processes(session: i32) -> Vec<i32> {
 #[cfg(target_os = "linux")]
 struct Stat {
     state: char,
+    parent: i32,
     session: i32,
 }
 
@@ -140,10 +217,14 @@ fn proc_stat(pid: i32) -> Option<Stat> {
     let after = &text[text.rfind(')')? + 1..];
     let mut fields = after.split_whitespace();
     let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
+    let parent = fields.next()?.parse().ok()?;
     let _pgrp = fields.next()?;
     let session = fields.next()?.parse().ok()?;
-    Some(Stat { state, session })
+    Some(Stat {
+        state,
+        parent,
+        session,
+    })
 }
 
 #[cfg(target_os = "linux")]

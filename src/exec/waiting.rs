@@ -16,14 +16,20 @@ use std::path::Path;
 /// Whether a process of the foreground group `group`, in the session led by `session`, is
 /// blocked reading the terminal `tty`.
 pub(crate) fn group_reads_terminal(session: i32, group: i32, tty: &Path) -> bool {
+    !terminal_readers(session, group, tty).is_empty()
+}
+
+/// The processes of the foreground group `group`, in the session led by `session`, that are
+/// blocked reading the terminal `tty` (none outside Linux).
+pub(crate) fn terminal_readers(session: i32, group: i32, tty: &Path) -> Vec<i32> {
     #[cfg(target_os = "linux")]
     {
-        linux::group_reads_terminal(session, group, tty)
+        linux::terminal_readers(session, group, tty)
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = (session, group, tty);
-        false
+        Vec::new()
     }
 }
 
@@ -124,10 +130,11 @@ mod linux {
     /// The most processes looked at in one check.
     const MAX_PROCESSES: usize = 256;
 
-    pub fn group_reads_terminal(session: i32, group: i32, tty: &Path) -> bool {
+    pub fn terminal_readers(session: i32, group: i32, tty: &Path) -> Vec<i32> {
         members(session, group)
             .into_iter()
-            .any(|pid| reads_terminal(pid, tty))
+            .filter(|&pid| reads_terminal(pid, tty))
+            .collect()
     }
 
     /// (state, parent, group, session) from `/proc/PID/stat`.

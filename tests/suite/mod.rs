@@ -25,4 +25,5 @@ mod tui_e2e;
 mod tui_states;
 mod tui_stream;
 mod tui_verdict;
+mod unattended;
 mod workbench_e2e;
