@@ -76,6 +76,9 @@ pub(crate) struct Analysis<'a> {
     /// workspace): the block asks, but it is not opaque.
     pub unallowable: bool,
     pub cwd: Cwd,
+    /// Read shell with the full parser only (no fast reader): the reference that the
+    /// fast reader is checked against.
+    pub full_parser_only: bool,
 }
 
 impl<'a> Analysis<'a> {
@@ -94,6 +97,7 @@ impl<'a> Analysis<'a> {
             unknown_program: false,
             unallowable: false,
             cwd: Cwd::Known(root.to_path_buf()),
+            full_parser_only: false,
         }
     }
 
