@@ -76,6 +76,8 @@ pub(crate) struct Analysis<'a> {
     /// workspace): the block asks, but it is not opaque.
     pub unallowable: bool,
     pub cwd: Cwd,
+    /// The workspace root, normalised, when it is absolute UTF-8 text.
+    root_str: Option<String>,
     /// Read shell with the full parser only (no fast reader): the reference that the
     /// fast reader is checked against.
     pub full_parser_only: bool,
@@ -98,6 +100,10 @@ impl<'a> Analysis<'a> {
             unallowable: false,
             cwd: Cwd::Known(root.to_path_buf()),
             full_parser_only: false,
+            root_str: root
+                .to_str()
+                .filter(|r| r.starts_with('/'))
+                .map(|r| normalise_str("", r)),
         }
     }
 
@@ -143,17 +149,26 @@ impl<'a> Analysis<'a> {
         self.finding(RiskClass::CannotTell, expl, quoted, line, frame);
     }
 
-    /// Records a simple command and the rule decision for it.
+    /// Records a simple command and the rule decision for it (the quote is taken by
+    /// value: no copy when it is block text as is).
     pub fn command(
         &mut self,
         words: Vec<String>,
-        quoted: &str,
+        quoted: String,
         line: usize,
         frame: &Frame,
         rule: Option<Rule>,
         gating: bool,
     ) {
-        let (quoted, line) = self.fix_quote(quoted, line, frame);
+        let verbatim = match &frame.fallback {
+            None => frame.depth == 0,
+            Some((q, _)) => !quoted.is_empty() && q.contains(quoted.as_str()),
+        };
+        let (quoted, line) = if verbatim {
+            (quoted, line)
+        } else {
+            self.fix_quote(&quoted, line, frame)
+        };
         self.commands.push(SimpleCommand {
             words,
             quoted,
@@ -175,6 +190,26 @@ impl<'a> Analysis<'a> {
     pub fn within(&self, text: &str, dynamic: bool, tilde: bool, root_ok: bool) -> bool {
         if dynamic || tilde {
             return false;
+        }
+        // The same lexical rule on strings, without building paths (the common case).
+        if let Some(root) = &self.root_str {
+            let base = if text.starts_with('/') {
+                Some("")
+            } else {
+                match &self.cwd {
+                    Cwd::Known(c) => c.to_str(),
+                    Cwd::Unknown => return false,
+                }
+            };
+            if let Some(base) = base {
+                let norm = normalise_str(base, text);
+                return if norm.len() == root.len() {
+                    root_ok && norm == *root
+                } else {
+                    norm.starts_with(root.as_str())
+                        && (root.ends_with('/') || norm.as_bytes().get(root.len()) == Some(&b'/'))
+                };
+            }
         }
         let p = Path::new(text);
         let full = if p.is_absolute() {
@@ -223,6 +258,38 @@ pub(crate) fn normalise(p: &Path) -> PathBuf {
     out
 }
 
+/// `normalise(base.join(rel))` on UTF-8 text (`rel` replaces `base` when absolute), in
+/// the form `Path` would print: `/a/b`, `/`, `a/b`, or empty.
+pub(crate) fn normalise_str(base: &str, rel: &str) -> String {
+    let absolute = if rel.starts_with('/') {
+        true
+    } else {
+        base.starts_with('/')
+    };
+    let mut parts: Vec<&str> = Vec::with_capacity(16);
+    let base = if rel.starts_with('/') { "" } else { base };
+    for c in base.split('/').chain(rel.split('/')) {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let mut out = String::with_capacity(base.len() + rel.len() + 1);
+    if absolute {
+        out.push('/');
+    }
+    for (i, c) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        out.push_str(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,6 +310,63 @@ mod tests {
         assert!(an.inside_workspace("*", false, false));
         an.change_dir(Some(("$D", true, false)));
         assert!(!an.inside_workspace("x", false, false));
+    }
+
+    #[test]
+    fn string_normalisation_equals_path_normalisation() {
+        let cases = [
+            ("/w/proj", "build"),
+            ("/w/proj", "build/"),
+            ("/w/proj", "./a//b/./c/"),
+            ("/w/proj", "../other"),
+            ("/w/proj", "../../../../x"),
+            ("/w/proj", "/"),
+            ("/w/proj", "//etc/passwd"),
+            ("/w/proj", "/w/proj/a/../b"),
+            ("/w/proj", "."),
+            ("/w/proj", ".."),
+            ("/", "a"),
+            ("", "a/./b/../c"),
+            ("", "../x"),
+            ("", "/etc/"),
+            ("/w", "a..b/.x/..."),
+        ];
+        for (base, rel) in cases {
+            let want = normalise(&Path::new(base).join(rel));
+            assert_eq!(
+                normalise_str(base, rel),
+                want.to_string_lossy(),
+                "{base} + {rel}"
+            );
+        }
+    }
+
+    #[test]
+    fn containment_on_strings_equals_containment_on_paths() {
+        let rules = Rules::new();
+        for root in ["/w/proj", "/w/proj/", "/", "/w//proj/."] {
+            let mut an = Analysis::new(&rules, Path::new(root), "");
+            for cd in [None, Some("sub"), Some("/w"), Some("..")] {
+                if let Some(d) = cd {
+                    an.change_dir(Some((d, false, false)));
+                }
+                for t in ["x", "", ".", "..", "/w/proj", "/w/proj/", "/w/projx", "/w/proj/a", "../proj/a", "/"] {
+                    for root_ok in [false, true] {
+                        let fast = an.within(t, false, false, root_ok);
+                        let slow = {
+                            let full = match &an.cwd {
+                                Cwd::Known(c) => c.join(t),
+                                Cwd::Unknown => unreachable!(),
+                            };
+                            let norm = normalise(&full);
+                            (root_ok || norm != normalise(an.root))
+                                && norm.starts_with(normalise(an.root))
+                        };
+                        assert_eq!(fast, slow, "root {root} cwd {cd:?} path {t:?} {root_ok}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -381,7 +381,7 @@ impl Walker<'_, '_> {
             line,
             stdin,
         };
-        commands::judge(self.an, &cmd, self.frame);
+        commands::judge(self.an, cmd, self.frame);
     }
 
     /// A redirection: writes are findings; a here-document or here-string may feed code
