@@ -98,7 +98,8 @@ impl<'a> Analysis<'a> {
             vars: Default::default(),
             unknown_program: false,
             unallowable: false,
-            cwd: Cwd::Known(root.to_path_buf()),
+            // (Normalised: every use of it normalises what it builds anyway.)
+            cwd: Cwd::Known(normalise(root)),
             full_parser_only: false,
             root_str: root
                 .to_str()
@@ -193,6 +194,16 @@ impl<'a> Analysis<'a> {
         }
         // The same lexical rule on strings, without building paths (the common case).
         if let Some(root) = &self.root_str {
+            // A relative path without `.` or `..` lies one or more levels below the
+            // current directory: inside exactly when that directory is the root or
+            // inside it.
+            if let (Cwd::Known(c), true) = (&self.cwd, plain_relative(text))
+                && let Some(c) = c.to_str()
+            {
+                return c == root
+                    || (c.starts_with(root.as_str())
+                        && (root.ends_with('/') || c.as_bytes().get(root.len()) == Some(&b'/')));
+            }
             let base = if text.starts_with('/') {
                 Some("")
             } else {
@@ -226,6 +237,14 @@ impl<'a> Analysis<'a> {
 
     /// Follows a `cd`.
     pub fn change_dir(&mut self, target: Option<(&str, bool, bool)>) {
+        if let (Some((t, false, false)), Cwd::Known(c)) = (target, &self.cwd)
+            && t != "-"
+            && let Some(c) = c.to_str()
+            && (c.starts_with('/') || t.starts_with('/'))
+        {
+            self.cwd = Cwd::Known(PathBuf::from(normalise_str(c, t)));
+            return;
+        }
         self.cwd = match target {
             Some((t, false, false)) if t != "-" => {
                 let p = Path::new(t);
@@ -258,6 +277,22 @@ pub(crate) fn normalise(p: &Path) -> PathBuf {
     out
 }
 
+/// A relative path with at least one component and none that is `.` or `..`.
+fn plain_relative(t: &str) -> bool {
+    if t.starts_with('/') {
+        return false;
+    }
+    let mut named = false;
+    for c in t.split('/') {
+        match c {
+            "." | ".." => return false,
+            "" => {}
+            _ => named = true,
+        }
+    }
+    named
+}
+
 /// `normalise(base.join(rel))` on UTF-8 text (`rel` replaces `base` when absolute), in
 /// the form `Path` would print: `/a/b`, `/`, `a/b`, or empty.
 pub(crate) fn normalise_str(base: &str, rel: &str) -> String {
@@ -266,26 +301,27 @@ pub(crate) fn normalise_str(base: &str, rel: &str) -> String {
     } else {
         base.starts_with('/')
     };
-    let mut parts: Vec<&str> = Vec::with_capacity(16);
     let base = if rel.starts_with('/') { "" } else { base };
-    for c in base.split('/').chain(rel.split('/')) {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            c => parts.push(c),
-        }
-    }
+    // Components are appended to `out` as they come; `..` cuts back to the last `/`.
     let mut out = String::with_capacity(base.len() + rel.len() + 1);
     if absolute {
         out.push('/');
     }
-    for (i, c) in parts.iter().enumerate() {
-        if i > 0 {
-            out.push('/');
+    let floor = out.len();
+    for c in base.split('/').chain(rel.split('/')) {
+        match c {
+            "" | "." => {}
+            ".." => {
+                let cut = out[floor..].rfind('/').map(|k| floor + k).unwrap_or(floor);
+                out.truncate(cut);
+            }
+            c => {
+                if out.len() > floor {
+                    out.push('/');
+                }
+                out.push_str(c);
+            }
         }
-        out.push_str(c);
     }
     out
 }
