@@ -89,9 +89,10 @@ impl<'a> Analysis<'a> {
             rules,
             root,
             code,
-            findings: Vec::new(),
-            commands: Vec::new(),
-            gating: Vec::new(),
+            // (Sized for the block, so that long blocks do not grow them step by step.)
+            findings: Vec::with_capacity(code.len() / 64),
+            commands: Vec::with_capacity(code.len() / 24),
+            gating: Vec::with_capacity(code.len() / 24),
             opaque: false,
             read_only: false,
             functions: Default::default(),
@@ -242,7 +243,20 @@ impl<'a> Analysis<'a> {
             && let Some(c) = c.to_str()
             && (c.starts_with('/') || t.starts_with('/'))
         {
-            self.cwd = Cwd::Known(PathBuf::from(normalise_str(c, t)));
+            // `cd sub`: one level down, nothing to normalise.
+            let simple = plain_relative(t) && !t.contains("//") && !t.ends_with('/');
+            let next = if simple && c.starts_with('/') {
+                let mut n = String::with_capacity(c.len() + 1 + t.len());
+                n.push_str(c);
+                if !c.ends_with('/') {
+                    n.push('/');
+                }
+                n.push_str(t);
+                n
+            } else {
+                normalise_str(c, t)
+            };
+            self.cwd = Cwd::Known(PathBuf::from(next));
             return;
         }
         self.cwd = match target {
@@ -374,6 +388,21 @@ mod tests {
                 want.to_string_lossy(),
                 "{base} + {rel}"
             );
+        }
+    }
+
+    #[test]
+    fn cd_on_strings_equals_cd_on_paths() {
+        let rules = Rules::new();
+        let mut an = Analysis::new(&rules, Path::new("/w/proj"), "");
+        let mut want = PathBuf::from("/w/proj");
+        for t in ["sub", "a/b", "a//b/", "../x", "/", "y", "/etc/./z/..", ".", "q"] {
+            an.change_dir(Some((t, false, false)));
+            want = normalise(&want.join(t));
+            match &an.cwd {
+                Cwd::Known(c) => assert_eq!(c, &want, "cd {t}"),
+                Cwd::Unknown => panic!("cd {t} lost the directory"),
+            }
         }
     }
 

@@ -20,6 +20,8 @@ pub(super) struct Tok<'s> {
     pub start: usize,
     pub end: usize,
     pub line: usize,
+    /// Plain text only (no quote, escape, expansion or tilde): the word is its own value.
+    pub literal: bool,
 }
 
 /// A redirection: `writes` for `>`, `>>`, `>|`, `&>`, `&>>` (a read is `<`).
@@ -122,10 +124,33 @@ enum Ctx {
     Words(&'static [&'static str]),
 }
 
-const RESERVED: &[&str] = &[
-    "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for",
-    "in", "function", "select", "time", "coproc", "{", "}", "!", "[[", "]]",
-];
+/// Bash's reserved words (special only where a command starts).
+fn reserved(w: &str) -> bool {
+    matches!(
+        w,
+        "if" | "then"
+            | "else"
+            | "elif"
+            | "fi"
+            | "do"
+            | "done"
+            | "case"
+            | "esac"
+            | "while"
+            | "until"
+            | "for"
+            | "in"
+            | "function"
+            | "select"
+            | "time"
+            | "coproc"
+            | "{"
+            | "}"
+            | "!"
+            | "[["
+            | "]]"
+    )
+}
 
 struct P<'s> {
     s: &'s str,
@@ -263,11 +288,13 @@ impl<'s> P<'s> {
             }
             return self.io_number();
         }
+        let raw = &self.s[start..end];
         let tok = Tok {
-            raw: &self.s[start..end],
+            raw,
             start,
             end,
             line,
+            literal: plain && !raw.contains('~'),
         };
         Ok(T::Word { tok, plain })
     }
@@ -424,7 +451,7 @@ impl<'s> P<'s> {
                 self.next()?; // `)`
                 self.compound_redirects()
             }
-            T::Word { tok, plain: true } if RESERVED.contains(&tok.raw) => {
+            T::Word { tok, plain: true } if reserved(tok.raw) => {
                 self.next()?;
                 match tok.raw {
                     "{" => {
@@ -467,7 +494,7 @@ impl<'s> P<'s> {
         loop {
             match self.next()? {
                 T::Word { tok, plain } => {
-                    if plain && RESERVED.contains(&tok.raw) {
+                    if plain && reserved(tok.raw) {
                         return Err(GiveUp);
                     }
                     self.out.events.push(Ev::Word(tok));
@@ -529,7 +556,7 @@ impl<'s> P<'s> {
                             self.out.items.push(Item::Assign(tok, name));
                             continue;
                         }
-                        if plain && RESERVED.contains(&tok.raw) {
+                        if plain && reserved(tok.raw) {
                             return Err(GiveUp);
                         }
                         named = true;
@@ -611,7 +638,7 @@ pub(super) fn walk(w: &mut super::Walker<'_, '_>, script: &Script<'_>) {
     for ev in &script.events {
         match ev {
             Ev::Word(t) => {
-                w.word_raw(t.raw, t.line);
+                word(w, t);
             }
             Ev::Redirect(r) => redirect(w, r),
             Ev::Simple { from, to, piped } => simple(w, &script.items[*from..*to], *piped),
@@ -619,8 +646,18 @@ pub(super) fn walk(w: &mut super::Walker<'_, '_>, script: &Script<'_>) {
     }
 }
 
+/// A word's value: plain text is its own value (what the word readers give for it, with
+/// nothing to report), anything else is read by them.
+fn word(w: &mut super::Walker<'_, '_>, t: &Tok<'_>) -> super::words::Arg {
+    if t.literal {
+        super::words::Arg::literal(t.raw)
+    } else {
+        w.word_raw(t.raw, t.line)
+    }
+}
+
 fn redirect(w: &mut super::Walker<'_, '_>, r: &Redir<'_>) {
-    let a = w.word_raw(r.target.raw, r.target.line);
+    let a = word(w, &r.target);
     if r.writes {
         w.write_target_raw(r.target.raw, r.target.line, &a);
     }
@@ -642,11 +679,11 @@ fn simple(w: &mut super::Walker<'_, '_>, items: &[Item<'_>], piped: bool) {
     for it in items {
         match it {
             Item::Word(t) => {
-                let a = w.word_raw(t.raw, t.line);
+                let a = word(w, t);
                 args.push(a);
             }
             Item::Assign(t, name) => {
-                let mut value = w.word_raw(t.raw, t.line);
+                let mut value = word(w, t);
                 if let Some((_, v)) = value.text.split_once('=') {
                     value.text = v.to_string();
                 }

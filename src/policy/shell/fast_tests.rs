@@ -264,3 +264,24 @@ fn fast_words_equal_the_full_word_parser() {
         assert!(fast_word(raw).is_none(), "{raw:?}");
     }
 }
+
+#[test]
+fn literal_words_are_their_own_value_for_the_full_word_parser() {
+    let opts = ParserOptions::default();
+    let shell = block(SHELL_LINES, 10);
+    let mut seen = 0;
+    for code in READ.iter().copied().chain([shell.as_str()]) {
+        let script = fast::parse(code).unwrap();
+        let toks = script.items.iter().filter_map(|it| match it {
+            fast::Item::Word(t) | fast::Item::Assign(t, _) => Some(*t),
+            fast::Item::Redirect(r) => Some(r.target),
+        });
+        for t in toks.filter(|t| t.literal) {
+            let full = parse_word_full(t.raw, &opts);
+            assert_eq!(full.arg, super::words::Arg::literal(t.raw), "{:?}", t.raw);
+            assert!(full.substitutions.is_empty() && full.opaque.is_none());
+            seen += 1;
+        }
+    }
+    assert!(seen > 100);
+}
