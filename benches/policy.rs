@@ -52,14 +52,6 @@ fn main() {
             })
             .collect();
         let v = policy.judge(lang, &blocks[RUNS]);
-        if std::env::var("PROF").ok().as_deref() == Some(name) {
-            for _ in 0..300 {
-                for b in &blocks {
-                    std::hint::black_box(policy.judge(lang, b));
-                }
-            }
-            return;
-        }
         if name == "shell" {
             let mut t_parse = Vec::new();
             for b in blocks.iter().take(10) {

@@ -396,7 +396,17 @@ mod tests {
         let rules = Rules::new();
         let mut an = Analysis::new(&rules, Path::new("/w/proj"), "");
         let mut want = PathBuf::from("/w/proj");
-        for t in ["sub", "a/b", "a//b/", "../x", "/", "y", "/etc/./z/..", ".", "q"] {
+        for t in [
+            "sub",
+            "a/b",
+            "a//b/",
+            "../x",
+            "/",
+            "y",
+            "/etc/./z/..",
+            ".",
+            "q",
+        ] {
             an.change_dir(Some((t, false, false)));
             want = normalise(&want.join(t));
             match &an.cwd {
@@ -415,7 +425,18 @@ mod tests {
                 if let Some(d) = cd {
                     an.change_dir(Some((d, false, false)));
                 }
-                for t in ["x", "", ".", "..", "/w/proj", "/w/proj/", "/w/projx", "/w/proj/a", "../proj/a", "/"] {
+                for t in [
+                    "x",
+                    "",
+                    ".",
+                    "..",
+                    "/w/proj",
+                    "/w/proj/",
+                    "/w/projx",
+                    "/w/proj/a",
+                    "../proj/a",
+                    "/",
+                ] {
                     for root_ok in [false, true] {
                         let fast = an.within(t, false, false, root_ok);
                         let slow = {

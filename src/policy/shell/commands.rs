@@ -70,7 +70,9 @@ pub(crate) fn is_system_path(p: &str) -> bool {
 
 /// The words of `args` as a view for the rules (borrowed, not copied).
 fn view(args: &[Arg]) -> Vec<Cow<'_, str>> {
-    args.iter().map(|a| Cow::Borrowed(a.text.as_str())).collect()
+    args.iter()
+        .map(|a| Cow::Borrowed(a.text.as_str()))
+        .collect()
 }
 
 /// Views of a command for the rules: its words, and whether that view must be allowed.

@@ -91,10 +91,12 @@ enum T<'s> {
 
 /// Reads `code`, or gives up.
 pub(super) fn parse(code: &str) -> R<Script<'_>> {
-    if !code
-        .bytes()
-        .all(|b| b == b'\n' || b == b'\t' || (0x20..0x7f).contains(&b))
-    {
+    // Printable ASCII, tabs and newlines only (written without early exit, so that it
+    // compiles to a vector loop).
+    let bad = code.bytes().fold(false, |bad, b| {
+        bad | ((b < 0x20) & (b != b'\n') & (b != b'\t')) | (b >= 0x7f)
+    });
+    if bad {
         return Err(GiveUp);
     }
     let mut p = P {
@@ -104,6 +106,7 @@ pub(super) fn parse(code: &str) -> R<Script<'_>> {
         line: 1,
         peeked: None,
         out: Script {
+            // (About one command per 18 bytes and one word per 6 in common shell; room to spare.)
             events: Vec::with_capacity(code.len() / 16),
             items: Vec::with_capacity(code.len() / 4),
         },
@@ -532,7 +535,9 @@ impl<'s> P<'s> {
             return Err(GiveUp);
         };
         match op {
-            Op::DupOut if plain && (tok.raw == "-" || tok.raw.bytes().all(|b| b.is_ascii_digit())) => {
+            Op::DupOut
+                if plain && (tok.raw == "-" || tok.raw.bytes().all(|b| b.is_ascii_digit())) =>
+            {
                 Ok(None)
             }
             Op::DupOut => Err(GiveUp),

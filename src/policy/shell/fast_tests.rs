@@ -260,7 +260,9 @@ fn fast_words_equal_the_full_word_parser() {
         };
         assert_eq!(subs(&fast), subs(&full), "{raw:?}");
     }
-    for raw in ["~/x", "`ls`", "$'x'", "$\"x\"", "$", "\"$\"", "${X:-y}", "$((1))", "@(a|b)", "é"] {
+    for raw in [
+        "~/x", "`ls`", "$'x'", "$\"x\"", "$", "\"$\"", "${X:-y}", "$((1))", "@(a|b)", "é",
+    ] {
         assert!(fast_word(raw).is_none(), "{raw:?}");
     }
 }
@@ -272,9 +274,9 @@ fn literal_words_are_their_own_value_for_the_full_word_parser() {
     let mut seen = 0;
     for code in READ.iter().copied().chain([shell.as_str()]) {
         let script = fast::parse(code).unwrap();
-        let toks = script.items.iter().filter_map(|it| match it {
-            fast::Item::Word(t) | fast::Item::Assign(t, _) => Some(*t),
-            fast::Item::Redirect(r) => Some(r.target),
+        let toks = script.items.iter().map(|it| match it {
+            fast::Item::Word(t) | fast::Item::Assign(t, _) => *t,
+            fast::Item::Redirect(r) => r.target,
         });
         for t in toks.filter(|t| t.literal) {
             let full = parse_word_full(t.raw, &opts);

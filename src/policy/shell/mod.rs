@@ -262,11 +262,7 @@ impl Walker<'_, '_> {
             self.an.opaque(reason, raw, line, self.frame);
         }
         for sub in &parsed.substitutions {
-            let before: usize = raw
-                .chars()
-                .take(sub.offset)
-                .filter(|c| *c == '\n')
-                .count();
+            let before: usize = raw.chars().take(sub.offset).filter(|c| *c == '\n').count();
             let mut inner = self.frame.nested(raw, self.frame.line(start_line));
             inner.line_base = self.frame.line(start_line + before) - 1;
             analyse(self.an, &sub.code, &inner);
