@@ -436,10 +436,8 @@ pub fn load(
     crate::sandbox::protect(
         [
             config_path.clone().or_else(default_config_path),
-            config_path
-                .clone()
-                .or_else(default_config_path)
-                .and_then(|p| p.parent().map(Path::to_path_buf)),
+            // The platform's oi-tui directory, where a config file could be created.
+            default_config_path().and_then(|p| p.parent().map(Path::to_path_buf)),
             Some(data_dir.clone()),
             Some(crate::project_rules::path_in(&cwd)),
         ]

@@ -85,6 +85,11 @@ pub(crate) struct Analysis<'a> {
     /// workspace): the block asks, but it is not opaque.
     pub unallowable: bool,
     pub cwd: Cwd,
+    /// The workspace root, normalised, when it is absolute UTF-8 text.
+    root_str: Option<String>,
+    /// Read shell with the full parser only (no fast reader): the reference that the
+    /// fast reader is checked against.
+    pub full_parser_only: bool,
 }
 
 impl<'a> Analysis<'a> {
@@ -93,9 +98,10 @@ impl<'a> Analysis<'a> {
             rules,
             root,
             code,
-            findings: Vec::new(),
-            commands: Vec::new(),
-            gating: Vec::new(),
+            // (Sized for the block, so that long blocks do not grow them step by step.)
+            findings: Vec::with_capacity(code.len() / 64),
+            commands: Vec::with_capacity(code.len() / 24),
+            gating: Vec::with_capacity(code.len() / 24),
             opaque: false,
             opaque_at: None,
             views: Vec::new(),
@@ -106,7 +112,13 @@ impl<'a> Analysis<'a> {
             vars: Default::default(),
             unknown_program: false,
             unallowable: false,
-            cwd: Cwd::Known(root.to_path_buf()),
+            // (Normalised: every use of it normalises what it builds anyway.)
+            cwd: Cwd::Known(normalise(root)),
+            full_parser_only: false,
+            root_str: root
+                .to_str()
+                .filter(|r| r.starts_with('/'))
+                .map(|r| normalise_str("", r)),
         }
     }
 
@@ -153,17 +165,26 @@ impl<'a> Analysis<'a> {
         self.finding(RiskClass::CannotTell, expl, quoted, line, frame);
     }
 
-    /// Records a simple command and the rule decision for it.
+    /// Records a simple command and the rule decision for it (the quote is taken by
+    /// value: no copy when it is block text as is).
     pub fn command(
         &mut self,
         words: Vec<String>,
-        quoted: &str,
+        quoted: String,
         line: usize,
         frame: &Frame,
         rule: Option<Rule>,
         gating: bool,
     ) {
-        let (quoted, line) = self.fix_quote(quoted, line, frame);
+        let verbatim = match &frame.fallback {
+            None => frame.depth == 0,
+            Some((q, _)) => !quoted.is_empty() && q.contains(quoted.as_str()),
+        };
+        let (quoted, line) = if verbatim {
+            (quoted, line)
+        } else {
+            self.fix_quote(&quoted, line, frame)
+        };
         self.commands.push(SimpleCommand {
             words,
             quoted,
@@ -186,6 +207,36 @@ impl<'a> Analysis<'a> {
         if dynamic || tilde {
             return false;
         }
+        // The same lexical rule on strings, without building paths (the common case).
+        if let Some(root) = &self.root_str {
+            // A relative path without `.` or `..` lies one or more levels below the
+            // current directory: inside exactly when that directory is the root or
+            // inside it.
+            if let (Cwd::Known(c), true) = (&self.cwd, plain_relative(text))
+                && let Some(c) = c.to_str()
+            {
+                return c == root
+                    || (c.starts_with(root.as_str())
+                        && (root.ends_with('/') || c.as_bytes().get(root.len()) == Some(&b'/')));
+            }
+            let base = if text.starts_with('/') {
+                Some("")
+            } else {
+                match &self.cwd {
+                    Cwd::Known(c) => c.to_str(),
+                    Cwd::Unknown => return false,
+                }
+            };
+            if let Some(base) = base {
+                let norm = normalise_str(base, text);
+                return if norm.len() == root.len() {
+                    root_ok && norm == *root
+                } else {
+                    norm.starts_with(root.as_str())
+                        && (root.ends_with('/') || norm.as_bytes().get(root.len()) == Some(&b'/'))
+                };
+            }
+        }
         let p = Path::new(text);
         let full = if p.is_absolute() {
             p.to_path_buf()
@@ -201,6 +252,27 @@ impl<'a> Analysis<'a> {
 
     /// Follows a `cd`.
     pub fn change_dir(&mut self, target: Option<(&str, bool, bool)>) {
+        if let (Some((t, false, false)), Cwd::Known(c)) = (target, &self.cwd)
+            && t != "-"
+            && let Some(c) = c.to_str()
+            && (c.starts_with('/') || t.starts_with('/'))
+        {
+            // `cd sub`: one level down, nothing to normalise.
+            let simple = plain_relative(t) && !t.contains("//") && !t.ends_with('/');
+            let next = if simple && c.starts_with('/') {
+                let mut n = String::with_capacity(c.len() + 1 + t.len());
+                n.push_str(c);
+                if !c.ends_with('/') {
+                    n.push('/');
+                }
+                n.push_str(t);
+                n
+            } else {
+                normalise_str(c, t)
+            };
+            self.cwd = Cwd::Known(PathBuf::from(next));
+            return;
+        }
         self.cwd = match target {
             Some((t, false, false)) if t != "-" => {
                 let p = Path::new(t);
@@ -233,6 +305,55 @@ pub(crate) fn normalise(p: &Path) -> PathBuf {
     out
 }
 
+/// A relative path with at least one component and none that is `.` or `..`.
+fn plain_relative(t: &str) -> bool {
+    if t.starts_with('/') {
+        return false;
+    }
+    let mut named = false;
+    for c in t.split('/') {
+        match c {
+            "." | ".." => return false,
+            "" => {}
+            _ => named = true,
+        }
+    }
+    named
+}
+
+/// `normalise(base.join(rel))` on UTF-8 text (`rel` replaces `base` when absolute), in
+/// the form `Path` would print: `/a/b`, `/`, `a/b`, or empty.
+pub(crate) fn normalise_str(base: &str, rel: &str) -> String {
+    let absolute = if rel.starts_with('/') {
+        true
+    } else {
+        base.starts_with('/')
+    };
+    let base = if rel.starts_with('/') { "" } else { base };
+    // Components are appended to `out` as they come; `..` cuts back to the last `/`.
+    let mut out = String::with_capacity(base.len() + rel.len() + 1);
+    if absolute {
+        out.push('/');
+    }
+    let floor = out.len();
+    for c in base.split('/').chain(rel.split('/')) {
+        match c {
+            "" | "." => {}
+            ".." => {
+                let cut = out[floor..].rfind('/').map(|k| floor + k).unwrap_or(floor);
+                out.truncate(cut);
+            }
+            c => {
+                if out.len() > floor {
+                    out.push('/');
+                }
+                out.push_str(c);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +374,99 @@ mod tests {
         assert!(an.inside_workspace("*", false, false));
         an.change_dir(Some(("$D", true, false)));
         assert!(!an.inside_workspace("x", false, false));
+    }
+
+    #[test]
+    fn string_normalisation_equals_path_normalisation() {
+        let cases = [
+            ("/w/proj", "build"),
+            ("/w/proj", "build/"),
+            ("/w/proj", "./a//b/./c/"),
+            ("/w/proj", "../other"),
+            ("/w/proj", "../../../../x"),
+            ("/w/proj", "/"),
+            ("/w/proj", "//etc/passwd"),
+            ("/w/proj", "/w/proj/a/../b"),
+            ("/w/proj", "."),
+            ("/w/proj", ".."),
+            ("/", "a"),
+            ("", "a/./b/../c"),
+            ("", "../x"),
+            ("", "/etc/"),
+            ("/w", "a..b/.x/..."),
+        ];
+        for (base, rel) in cases {
+            let want = normalise(&Path::new(base).join(rel));
+            assert_eq!(
+                normalise_str(base, rel),
+                want.to_string_lossy(),
+                "{base} + {rel}"
+            );
+        }
+    }
+
+    #[test]
+    fn cd_on_strings_equals_cd_on_paths() {
+        let rules = Rules::new();
+        let mut an = Analysis::new(&rules, Path::new("/w/proj"), "");
+        let mut want = PathBuf::from("/w/proj");
+        for t in [
+            "sub",
+            "a/b",
+            "a//b/",
+            "../x",
+            "/",
+            "y",
+            "/etc/./z/..",
+            ".",
+            "q",
+        ] {
+            an.change_dir(Some((t, false, false)));
+            want = normalise(&want.join(t));
+            match &an.cwd {
+                Cwd::Known(c) => assert_eq!(c, &want, "cd {t}"),
+                Cwd::Unknown => panic!("cd {t} lost the directory"),
+            }
+        }
+    }
+
+    #[test]
+    fn containment_on_strings_equals_containment_on_paths() {
+        let rules = Rules::new();
+        for root in ["/w/proj", "/w/proj/", "/", "/w//proj/."] {
+            let mut an = Analysis::new(&rules, Path::new(root), "");
+            for cd in [None, Some("sub"), Some("/w"), Some("..")] {
+                if let Some(d) = cd {
+                    an.change_dir(Some((d, false, false)));
+                }
+                for t in [
+                    "x",
+                    "",
+                    ".",
+                    "..",
+                    "/w/proj",
+                    "/w/proj/",
+                    "/w/projx",
+                    "/w/proj/a",
+                    "../proj/a",
+                    "/",
+                ] {
+                    for root_ok in [false, true] {
+                        let fast = an.within(t, false, false, root_ok);
+                        let slow = {
+                            let full = match &an.cwd {
+                                Cwd::Known(c) => c.join(t),
+                                Cwd::Unknown => unreachable!(),
+                            };
+                            let norm = normalise(&full);
+                            (root_ok || norm != normalise(an.root))
+                                && norm.starts_with(normalise(an.root))
+                        };
+                        assert_eq!(fast, slow, "root {root} cwd {cd:?} path {t:?} {root_ok}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -17,6 +17,8 @@
 
 mod analysis;
 pub mod rules;
+#[doc(hidden)]
+pub mod samples;
 pub mod script;
 mod shell;
 mod suggest;
@@ -74,6 +76,17 @@ impl Policy {
         an.keep_views = keep_views;
         script::analyse_nested(&mut an, lang, code, &Frame::default());
         an
+    }
+
+    /// The verdict as `judge` gives it, but reading shell with the full parser only: the
+    /// reference against which the fast reader is tested. Not for use by the faces.
+    #[doc(hidden)]
+    pub fn judge_with_full_parser(&self, language: &str, code: &str) -> Verdict {
+        let lang = Language::from_tag(language);
+        let mut an = Analysis::new(&self.rules, &self.root, code);
+        an.full_parser_only = true;
+        script::analyse_nested(&mut an, lang, code, &Frame::default());
+        self.finish(an, lang)
     }
 
     fn finish(&self, an: Analysis<'_>, lang: Language) -> Verdict {

@@ -140,7 +140,7 @@ impl Rules {
     }
 
     /// The strongest rule matching one view of a command (deny > ask > allow).
-    pub(crate) fn matching(&self, words: &[String]) -> Option<&Rule> {
+    pub(crate) fn matching<S: AsRef<str>>(&self, words: &[S]) -> Option<&Rule> {
         let mut best: Option<&Rule> = None;
         for e in &self.entries {
             if matches_prefix(&e.words, words, e.rule.decision) {
@@ -159,18 +159,31 @@ impl Rules {
 
     /// The decision for a command seen through its wrappers: `views` holds the command as
     /// written and each command it runs, with whether that view must itself be allowed.
-    pub(crate) fn decide(&self, views: &[(Vec<String>, bool)]) -> Option<Rule> {
-        let found: Vec<Option<&Rule>> = views.iter().map(|(w, _)| self.matching(w)).collect();
-        for d in [Decision::Deny, Decision::Ask] {
-            if let Some(r) = found.iter().flatten().find(|r| r.decision == d) {
-                return Some((*r).clone());
+    pub(crate) fn decide<S: AsRef<str>>(&self, views: &[(Vec<S>, bool)]) -> Option<Rule> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        // One pass: the first deny, else the first ask, else the innermost view's allow
+        // when every view that must be allowed is.
+        let (mut deny, mut ask, mut gates_ok, mut innermost) = (None, None, true, None);
+        for (k, (w, gate)) in views.iter().enumerate() {
+            let r = self.matching(w);
+            match r.map(|r| r.decision) {
+                Some(Decision::Deny) if deny.is_none() => deny = r,
+                Some(Decision::Ask) if ask.is_none() => ask = r,
+                _ => {}
+            }
+            if *gate && !r.is_some_and(|r| r.decision == Decision::Allow) {
+                gates_ok = false;
+            }
+            if k + 1 == views.len() {
+                innermost = r;
             }
         }
-        let innermost = found.last().copied().flatten()?;
-        let gates_ok = views
-            .iter()
-            .zip(&found)
-            .all(|((_, gate), r)| !gate || r.is_some_and(|r| r.decision == Decision::Allow));
+        if let Some(r) = deny.or(ask) {
+            return Some(r.clone());
+        }
+        let innermost = innermost?;
         (gates_ok && innermost.decision == Decision::Allow).then(|| innermost.clone())
     }
 }
@@ -178,13 +191,17 @@ impl Rules {
 /// Whole-word prefix match. The command name may be written as a path (`/bin/rm`): deny
 /// and ask rules match its last component; allow rules only when the path is a standard
 /// system directory (a `./ls` in the project is not the `ls` the user allowed).
-fn matches_prefix(prefix: &[String], words: &[String], decision: Decision) -> bool {
+fn matches_prefix<S: AsRef<str>>(prefix: &[String], words: &[S], decision: Decision) -> bool {
     if words.len() < prefix.len() || prefix.is_empty() {
         return false;
     }
-    let name = &words[0];
-    let first_ok = if name == &prefix[0] {
+    let name = words[0].as_ref();
+    // (Only a name that ends in `/` + the rule's first word can match as a path.)
+    let p0 = prefix[0].as_str();
+    let first_ok = if name == p0 {
         true
+    } else if !name.ends_with(p0) || name.len() == p0.len() {
+        false
     } else if let Some((dir, base)) = name.rsplit_once('/') {
         base == prefix[0]
             && (decision != Decision::Allow
@@ -195,7 +212,11 @@ fn matches_prefix(prefix: &[String], words: &[String], decision: Decision) -> bo
     } else {
         false
     };
-    first_ok && prefix[1..].iter().zip(&words[1..]).all(|(p, w)| p == w)
+    first_ok
+        && prefix[1..]
+            .iter()
+            .zip(&words[1..])
+            .all(|(p, w)| p == w.as_ref())
 }
 
 #[cfg(test)]

@@ -164,13 +164,15 @@ pub fn protect(paths: impl IntoIterator<Item = PathBuf>) {
     }
 }
 
-/// The protected paths that exist and lie under one of the roots.
+/// The protected paths that exist and lie under one of the roots (never one that holds a
+/// root: that would take the workspace's writability away).
 fn protected_under(roots: &[PathBuf]) -> Vec<PathBuf> {
     let protected = PROTECTED.lock().map(|p| p.clone()).unwrap_or_default();
     protected
         .into_iter()
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .filter(|p| roots.iter().any(|r| p.starts_with(r)))
+        .filter(|p| !roots.iter().any(|r| r.starts_with(p)))
         .collect()
 }
 

@@ -655,3 +655,29 @@ fn unknown_language_cannot_tell() {
     assert_eq!(v.highest, CannotTell);
     assert!(v.possibly_denied);
 }
+
+#[test]
+fn fast_shell_reader_agrees_with_the_full_parser_on_every_row_and_prefix() {
+    // The verdict (every field: classes, findings with their quotes and lines, commands,
+    // rules) is the same whether common shell is read by the fast reader or by the full
+    // parser alone; also on every prefix, which covers broken and unfinished input.
+    let p = policy();
+    let mut compared = 0;
+    let rows = SHELL
+        .iter()
+        .map(|(code, ..)| ("bash", *code))
+        .chain(SCRIPTS.iter().map(|(lang, code, ..)| (*lang, *code)));
+    for (lang, code) in rows {
+        let ends = code.char_indices().map(|(i, _)| i).skip(1);
+        for end in ends.chain([code.len()]) {
+            let part = &code[..end];
+            assert_eq!(
+                p.judge(lang, part),
+                p.judge_with_full_parser(lang, part),
+                "{lang} {part:?}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > SHELL.len() + SCRIPTS.len());
+}

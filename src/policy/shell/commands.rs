@@ -6,8 +6,10 @@
 //! a command word known only at run time, an allow rule for it can let it through: the
 //! user has then said what it is.
 
+use std::borrow::Cow;
+
 use super::super::analysis::{Analysis, Frame};
-use super::super::verdict::RiskClass;
+use super::super::verdict::{RiskClass, Rule};
 use super::table::classify;
 use super::words::Arg;
 
@@ -58,24 +60,41 @@ const SYSTEM_DIRS: &[&str] = &[
 
 /// A path under a system directory (writing there changes the system).
 pub(crate) fn is_system_path(p: &str) -> bool {
-    let norm = super::super::analysis::normalise(std::path::Path::new(p));
-    let s = norm.to_string_lossy();
+    let s = super::super::analysis::normalise_str("", p);
     s == "/"
-        || SYSTEM_DIRS
-            .iter()
-            .any(|d| s == *d || s.starts_with(&format!("{d}/")))
+        || SYSTEM_DIRS.iter().any(|d| {
+            s.strip_prefix(d)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
 }
 
-pub(super) fn texts(args: &[Arg]) -> Vec<String> {
-    args.iter().map(|a| a.text.clone()).collect()
+/// The words of `args` as a view for the rules (borrowed, not copied).
+fn view(args: &[Arg]) -> Vec<Cow<'_, str>> {
+    args.iter()
+        .map(|a| Cow::Borrowed(a.text.as_str()))
+        .collect()
 }
+
+/// Views of a command for the rules: its words, and whether that view must be allowed.
+type Views<'c> = Vec<(Vec<Cow<'c, str>>, bool)>;
 
 pub(super) fn base(name: &str) -> &str {
     name.rsplit('/').next().unwrap_or(name)
 }
 
 /// Judges one simple command: findings, nested code, and the rule decision.
-pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
+pub(crate) fn judge(an: &mut Analysis<'_>, cmd: Cmd, frame: &Frame) {
+    let Some((rule, gating)) = judge_ref(an, &cmd, frame) else {
+        return;
+    };
+    let words = cmd.args.into_iter().map(|a| a.text).collect();
+    an.command(words, cmd.quoted, cmd.line, frame, rule, gating);
+}
+
+/// Findings and nested code for one command; returns the rule decision for it and whether
+/// it gates the block (the caller records the command), or `None` when there is no
+/// command to record (only assignments).
+fn judge_ref(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) -> Option<(Option<Rule>, bool)> {
     let hijack = cmd
         .assignments
         .iter()
@@ -93,17 +112,16 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
                 an.vars.insert(name.clone(), value.text.clone());
             }
         }
-        return;
+        return None;
     }
-    let mut views: Vec<(Vec<String>, bool)> = vec![(texts(&cmd.args), false)];
+    let mut views: Views<'_> = vec![(view(&cmd.args), false)];
     let mut i = 0usize;
     // Unwrap prefix wrappers.
     loop {
         let Some(first) = cmd.args.get(i) else {
             // A wrapper with nothing to run (`sudo -v`, `env`, `exec 3>f`).
             an.read_only = true;
-            record(an, cmd, frame, &mut views, true);
-            return;
+            return Some((decide(an, &mut views), true));
         };
         // Brace expansion (`{rm,-rf,x}`) and globs (`/bin/r?`) in the command word expand
         // to a name known only at run time.
@@ -126,12 +144,14 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
                 .trim_start_matches('{')
                 .trim_end_matches('}');
             if let Some(value) = an.vars.get(name).cloned() {
-                let mut w: Vec<String> = value.split_whitespace().map(str::to_string).collect();
-                w.extend(texts(&cmd.args[i + 1..]));
+                let mut w: Vec<Cow<'_, str>> = value
+                    .split_whitespace()
+                    .map(|v| Cow::Owned(v.to_string()))
+                    .collect();
+                w.extend(view(&cmd.args[i + 1..]));
                 views.push((w, false));
             }
-            record(an, cmd, frame, &mut views, true);
-            return;
+            return Some((decide(an, &mut views), true));
         }
         let name = base(&first.text);
         let rest = &cmd.args[i + 1..];
@@ -179,8 +199,7 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
                             cmd.line,
                             frame,
                         );
-                        record(an, cmd, frame, &mut views, true);
-                        return;
+                        return Some((decide(an, &mut views), true));
                     }
                     if matches!(t, "-u" | "--unset" | "-C" | "--chdir") {
                         n += 2;
@@ -221,8 +240,7 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
             "command" => {
                 if rest.iter().any(|a| a.text == "-v" || a.text == "-V") {
                     an.read_only = true;
-                    record(an, cmd, frame, &mut views, true);
-                    return;
+                    return Some((decide(an, &mut views), true));
                 }
                 skip_options(rest, &[])
             }
@@ -231,7 +249,7 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
         };
         i += 1 + skip;
         if i < cmd.args.len() {
-            views.push((texts(&cmd.args[i..]), false));
+            views.push((view(&cmd.args[i..]), false));
         }
     }
     if let Some(v) = views.last_mut() {
@@ -249,8 +267,8 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
             }
         }
         if k > 0 && k < rest.len() {
-            let mut w = vec!["git".to_string()];
-            w.extend(texts(&rest[k..]));
+            let mut w = vec![Cow::Borrowed("git")];
+            w.extend(view(&rest[k..]));
             views.push((w, false));
         }
     }
@@ -260,7 +278,7 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
         // An unknown program may run its arguments as a command (`strace rm x`,
         // `flock f rm x`): deny and ask rules also see every tail of it that starts
         // with a plain word. (Allow rules never do: the program itself must be allowed.)
-        let words = texts(&cmd.args[i..]);
+        let words = view(&cmd.args[i..]);
         let innermost = views.pop();
         for k in 1..words.len() {
             if !words[k].starts_with('-') {
@@ -271,24 +289,24 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) {
             views.push(v);
         }
     }
-    record(an, cmd, frame, &mut views, gating);
+    Some((decide(an, &mut views), gating))
 }
 
-fn record(
-    an: &mut Analysis<'_>,
-    cmd: &Cmd,
-    frame: &Frame,
-    views: &mut [(Vec<String>, bool)],
-    gating: bool,
-) {
+/// The rule decision over the views of a command (the innermost view must be allowed).
+fn decide(an: &mut Analysis<'_>, views: &mut Views<'_>) -> Option<Rule> {
     if let Some(v) = views.last_mut() {
         v.1 = true;
     }
-    let rule = an.rules.decide(views);
-    an.command(texts(&cmd.args), &cmd.quoted, cmd.line, frame, rule, gating);
+    // Suggestions need the views of each recorded command (in the order recorded).
     if an.keep_views {
-        an.views.push(views.to_vec());
+        an.views.push(
+            views
+                .iter()
+                .map(|(w, g)| (w.iter().map(|c| c.to_string()).collect(), *g))
+                .collect(),
+        );
     }
+    an.rules.decide(views)
 }
 
 /// Counts leading options (and the values of those in `with_arg`), including a `--`.
@@ -322,5 +340,5 @@ pub(crate) fn judge_words(
         line,
         stdin: Stdin::Terminal,
     };
-    judge(an, &cmd, frame);
+    judge(an, cmd, frame);
 }

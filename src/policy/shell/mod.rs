@@ -5,6 +5,7 @@
 //! reported as opaque: it is "cannot tell" and never allowed by a rule.
 
 mod commands;
+mod fast;
 mod table;
 pub(crate) mod words;
 
@@ -33,6 +34,19 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, code: &str, frame: &Frame) {
         return;
     }
     let options = ParserOptions::default();
+    if !an.full_parser_only
+        && let Ok(script) = fast::parse(code)
+    {
+        let mut w = Walker {
+            an,
+            code,
+            frame,
+            options: &options,
+            ascii: true,
+        };
+        fast::walk(&mut w, &script);
+        return;
+    }
     let mut parser = brush_parser::Parser::new(std::io::Cursor::new(code.as_bytes()), &options);
     match parser.parse_program() {
         Ok(program) => {
@@ -64,6 +78,11 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, code: &str, frame: &Frame) {
             );
         }
     }
+}
+
+/// The 1-based line where a word starts (1 when the parser gave no location).
+fn start_line(w: &ast::Word) -> usize {
+    w.loc.as_ref().map(|l| l.start.line).unwrap_or(1)
 }
 
 fn first_line(s: &str) -> &str {
@@ -224,24 +243,27 @@ impl Walker<'_, '_> {
 
     /// Reads a word, walks the command substitutions inside it, and reports what is opaque.
     fn word(&mut self, w: &ast::Word) -> Arg {
-        let parsed = parse_word(&w.value, self.options);
-        self.word_parts(w, parsed)
+        self.word_raw(&w.value, start_line(w))
     }
 
-    fn word_parts(&mut self, w: &ast::Word, parsed: ParsedWord) -> Arg {
-        let start_line = w.loc.as_ref().map(|l| l.start.line).unwrap_or(1);
+    /// Like `word`, for a word given by its raw text and (1-based) start line.
+    pub(super) fn word_raw(&mut self, raw: &str, start_line: usize) -> Arg {
+        let parsed = if self.an.full_parser_only {
+            words::parse_word_full(raw, self.options)
+        } else {
+            parse_word(raw, self.options)
+        };
+        self.word_parts(raw, start_line, parsed)
+    }
+
+    fn word_parts(&mut self, raw: &str, start_line: usize, parsed: ParsedWord) -> Arg {
         if let Some(reason) = &parsed.opaque {
             let line = self.frame.line(start_line);
-            self.an.opaque(reason, &w.value, line, self.frame);
+            self.an.opaque(reason, raw, line, self.frame);
         }
         for sub in &parsed.substitutions {
-            let before: usize = w
-                .value
-                .chars()
-                .take(sub.offset)
-                .filter(|c| *c == '\n')
-                .count();
-            let mut inner = self.frame.nested(&w.value, self.frame.line(start_line));
+            let before: usize = raw.chars().take(sub.offset).filter(|c| *c == '\n').count();
+            let mut inner = self.frame.nested(raw, self.frame.line(start_line));
             inner.line_base = self.frame.line(start_line + before) - 1;
             analyse(self.an, &sub.code, &inner);
         }
@@ -323,6 +345,24 @@ impl Walker<'_, '_> {
             let a = self.word(w);
             args.push(a);
         }
+        let stdin = match stdin {
+            Some((text, literal)) => commands::Stdin::Text { text, literal },
+            None if stdin_piped => commands::Stdin::Pipe,
+            None => commands::Stdin::Terminal,
+        };
+        self.finish_simple(args, assignments, first, last_end, stdin);
+    }
+
+    /// Judges a simple command once its words are read: `first` is the (char index, line)
+    /// where its first word starts, `last_end` where its last word ends.
+    pub(super) fn finish_simple(
+        &mut self,
+        args: Vec<Arg>,
+        assignments: Vec<(String, Arg)>,
+        first: Option<(usize, usize)>,
+        last_end: usize,
+        stdin: commands::Stdin,
+    ) {
         let (quoted, line) = match first {
             Some((start, line)) => (
                 slice_chars(self.code, self.ascii, start, last_end).to_string(),
@@ -335,13 +375,9 @@ impl Walker<'_, '_> {
             assignments,
             quoted,
             line,
-            stdin: match stdin {
-                Some((text, literal)) => commands::Stdin::Text { text, literal },
-                None if stdin_piped => commands::Stdin::Pipe,
-                None => commands::Stdin::Terminal,
-            },
+            stdin,
         };
-        commands::judge(self.an, &cmd, self.frame);
+        commands::judge(self.an, cmd, self.frame);
     }
 
     /// A redirection: writes are findings; a here-document or here-string may feed code
@@ -389,7 +425,7 @@ impl Walker<'_, '_> {
                 if doc.requires_expansion {
                     let parsed = parse_heredoc_body(&doc.doc.value, self.options);
                     let literal = !parsed.arg.dynamic;
-                    let a = self.word_parts(&doc.doc, parsed);
+                    let a = self.word_parts(&doc.doc.value, start_line(&doc.doc), parsed);
                     *stdin = Some((
                         if literal {
                             a.text
@@ -406,10 +442,14 @@ impl Walker<'_, '_> {
     }
 
     fn write_target(&mut self, w: &ast::Word, a: &Arg) {
-        let line = self
-            .frame
-            .line(w.loc.as_ref().map(|l| l.start.line).unwrap_or(1));
-        let quoted = w.value.clone();
+        self.write_target_raw(&w.value, start_line(w), a);
+    }
+
+    /// A redirection that writes to the file named by the word `raw` (at `line`, 1-based
+    /// in this code) whose value is `a`.
+    pub(super) fn write_target_raw(&mut self, raw: &str, line: usize, a: &Arg) {
+        let line = self.frame.line(line);
+        let quoted = raw;
         let t = a.text.as_str();
         if matches!(t, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty")
             || t.starts_with("/dev/fd/")
@@ -425,7 +465,7 @@ impl Walker<'_, '_> {
             self.an.finding(
                 RiskClass::WritesFiles,
                 "writes to a file named only at run time",
-                &quoted,
+                quoted,
                 line,
                 self.frame,
             );
@@ -433,7 +473,7 @@ impl Walker<'_, '_> {
             self.an.finding(
                 RiskClass::ChangesSystem,
                 "writes to a system path",
-                &quoted,
+                quoted,
                 line,
                 self.frame,
             );
@@ -441,7 +481,7 @@ impl Walker<'_, '_> {
             self.an.finding(
                 RiskClass::WritesFiles,
                 "writes to a file",
-                &quoted,
+                quoted,
                 line,
                 self.frame,
             );
@@ -463,3 +503,6 @@ pub(crate) fn slice_chars(s: &str, ascii: bool, start: usize, end: usize) -> &st
     let b1 = idx.nth(end).unwrap_or(s.len());
     s.get(b0..b1.max(b0)).unwrap_or("")
 }
+
+#[cfg(test)]
+mod fast_tests;

@@ -48,18 +48,15 @@ pub(crate) struct ParsedWord {
 
 /// Reads a raw word (as it appears in the source) into its unquoted text.
 pub(crate) fn parse_word(raw: &str, options: &ParserOptions) -> ParsedWord {
-    let mut out = ParsedWord::default();
-    // Fast path: a word of plain characters is its own text (no quotes, escapes,
-    // expansions, tilde or braces), which is most words.
-    if !raw.is_empty()
-        && raw
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-./:=,+@%^!#*?[]".contains(&b))
-        && !raw.starts_with('#')
-    {
-        out.arg.text = raw.to_string();
-        return out;
+    match fast_word(raw) {
+        Some(w) => w,
+        None => parse_word_full(raw, options),
     }
+}
+
+/// `parse_word` with the full word parser only (the reference for `fast_word`).
+pub(crate) fn parse_word_full(raw: &str, options: &ParserOptions) -> ParsedWord {
+    let mut out = ParsedWord::default();
     match brush_parser::word::parse(raw, options) {
         Ok(pieces) => {
             for (i, p) in pieces.iter().enumerate() {
@@ -73,6 +70,99 @@ pub(crate) fn parse_word(raw: &str, options: &ParserOptions) -> ParsedWord {
         }
     }
     out
+}
+
+/// The common words without the full word parser: plain text, single and double quotes,
+/// backslash escapes, `$NAME`, `${NAME}`, special parameters and simple `$(…)` (see
+/// `fast::dollar_len`). `None` for anything else (a tilde, backticks, `$'…'`, extended
+/// globs, parentheses, non-ASCII text …): the full word parser reads those.
+pub(crate) fn fast_word(raw: &str) -> Option<ParsedWord> {
+    let b = raw.as_bytes();
+    if b.is_empty() || !raw.is_ascii() {
+        return None;
+    }
+    let mut out = ParsedWord::default();
+    let mut text = String::with_capacity(raw.len());
+    let mut i = 0;
+    // Text runs are copied in slices, not byte by byte.
+    let mut run = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\'' => {
+                text.push_str(&raw[run..i]);
+                let close = i + 1 + b[i + 1..].iter().position(|c| *c == b'\'')?;
+                text.push_str(&raw[i + 1..close]);
+                i = close + 1;
+                run = i;
+            }
+            b'"' => {
+                text.push_str(&raw[run..i]);
+                i += 1;
+                run = i;
+                loop {
+                    match *b.get(i)? {
+                        b'"' => {
+                            text.push_str(&raw[run..i]);
+                            i += 1;
+                            run = i;
+                            break;
+                        }
+                        b'\\' => match *b.get(i + 1)? {
+                            c @ (b'$' | b'`' | b'"' | b'\\') => {
+                                text.push_str(&raw[run..i]);
+                                text.push(c as char);
+                                i += 2;
+                                run = i;
+                            }
+                            _ => i += 1,
+                        },
+                        b'$' => {
+                            text.push_str(&raw[run..i]);
+                            i = dollar(raw, i, &mut text, &mut out)?;
+                            run = i;
+                        }
+                        b'`' => return None,
+                        _ => i += 1,
+                    }
+                }
+            }
+            b'\\' => {
+                text.push_str(&raw[run..i]);
+                let c = *b.get(i + 1)?;
+                if c != b'\n' {
+                    text.push(c as char);
+                }
+                i += 2;
+                run = i;
+            }
+            b'$' => {
+                text.push_str(&raw[run..i]);
+                i = dollar(raw, i, &mut text, &mut out)?;
+                run = i;
+            }
+            b'`' | b'~' | b'(' | b')' => return None,
+            _ => i += 1,
+        }
+    }
+    text.push_str(&raw[run..]);
+    out.arg.text = text;
+    Some(out)
+}
+
+/// An expansion at `raw[i]` (a `$`): appends its raw text, marks the word dynamic, records
+/// a command substitution. Returns the index after it.
+fn dollar(raw: &str, i: usize, text: &mut String, out: &mut ParsedWord) -> Option<usize> {
+    let n = super::fast::dollar_len(&raw.as_bytes()[i..])?;
+    let piece = &raw[i..i + n];
+    text.push_str(piece);
+    out.arg.dynamic = true;
+    if let Some(code) = piece.strip_prefix("$(") {
+        out.substitutions.push(Substitution {
+            code: code[..code.len() - 1].to_string(),
+            offset: i,
+        });
+    }
+    Some(i + n)
 }
 
 /// Reads a here-document body that undergoes expansion.
