@@ -60,7 +60,12 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
     let mut keys = terminal.then(KeyPump::start);
     let mut out = Transcript::new(json);
     let mut status = 1;
-    let mut blocks: Vec<(ProposedBlock, Option<crate::protocol::Verdict>)> = Vec::new();
+    type Shown = (
+        ProposedBlock,
+        Option<crate::protocol::Verdict>,
+        Option<crate::protocol::Gate>,
+    );
+    let mut blocks: Vec<Shown> = Vec::new();
     let mut running = false;
     loop {
         let event = tokio::select! {
@@ -83,14 +88,20 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
         };
         out.event(&event);
         match event {
-            Event::BlockProposed { block, verdict, .. } => blocks.push((block, verdict)),
+            Event::BlockProposed {
+                block,
+                verdict,
+                gate,
+                ..
+            } => blocks.push((block, verdict, gate)),
             Event::ApprovalNeeded { block_id } => {
-                let Some((block, verdict)) = blocks.iter().find(|b| b.0.id == block_id).cloned()
+                let Some((block, verdict, gate)) =
+                    blocks.iter().find(|b| b.0.id == block_id).cloned()
                 else {
                     continue;
                 };
                 let decision = match keys.as_mut() {
-                    Some(keys) => ask(&block, verdict.as_ref(), keys).await,
+                    Some(keys) => ask(&block, verdict.as_ref(), gate.as_ref(), keys).await,
                     None => Decision::Skip {
                         reason: Some("Nobody can answer: standard input is closed.".to_string()),
                     },
@@ -183,6 +194,7 @@ async fn ask_outside(keys: &mut KeyPump) -> Decision {
 async fn ask(
     block: &ProposedBlock,
     verdict: Option<&crate::protocol::Verdict>,
+    gate: Option<&crate::protocol::Gate>,
     keys: &mut KeyPump,
 ) -> Decision {
     let language = block.language.map_or("", Language::name).to_string();
@@ -191,6 +203,9 @@ async fn ask(
     eprint!("{}", shown_block(block.id, &language, &code));
     if let Some(verdict) = verdict {
         eprint!("{}", verdict_lines(verdict));
+    }
+    if let Some(gate) = gate {
+        eprintln!("{}", visible(&gate_line(gate)));
     }
     loop {
         eprint!("Run this {language} block? [y/n/e] ");
@@ -266,6 +281,9 @@ struct Transcript {
     json: bool,
     /// Raw terminal output goes straight to a terminal; elsewhere, the clean text form.
     raw_output: bool,
+    /// The question about a block is asked on the same terminal, with the whole block and
+    /// its verdict: the transcript does not show them a second time.
+    asks_here: bool,
     /// The assistant's text of the current message, to know whether a fenced block's code
     /// was already printed with it.
     message: String,
@@ -282,6 +300,9 @@ impl Transcript {
         Transcript {
             json,
             raw_output: std::io::stdout().is_terminal(),
+            asks_here: std::io::stdout().is_terminal()
+                && std::io::stdin().is_terminal()
+                && std::io::stderr().is_terminal(),
             message: String::new(),
             at_line_start: true,
             filter: OutputFilter::new(),
@@ -356,6 +377,14 @@ impl Transcript {
                     block.id,
                     of_count(*index, *of)
                 );
+                let asked = self.asks_here
+                    && gate
+                        .as_ref()
+                        .is_some_and(|g| g.action == crate::protocol::GateAction::Ask);
+                if asked {
+                    // The question that follows shows the whole block and its verdict.
+                    return;
+                }
                 if !self.message.contains(block.code.trim()) || block.code.trim().is_empty() {
                     for line in block.code.lines() {
                         text.push_str(&format!("│ {}\n", visible(line)));

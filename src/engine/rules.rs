@@ -21,6 +21,8 @@ impl Engine {
         &mut self,
         prefixes: &[String],
         save_to: RuleSource,
+        language: &str,
+        code: &str,
     ) -> Result<(), String> {
         let prefixes: Vec<String> = prefixes
             .iter()
@@ -35,6 +37,11 @@ impl Engine {
         // Every prefix must be a valid rule before anything is written.
         let mut check = crate::policy::Rules::new();
         for prefix in &prefixes {
+            if prefix.starts_with('-') {
+                return Err(format!(
+                    "the rule \"{prefix}\" starts with an option; a rule starts with the program's name, e.g. \"git status\""
+                ));
+            }
             check
                 .add(RuleDecision::Allow, prefix, save_to)
                 .map_err(|e| e.to_string())?;
@@ -78,6 +85,11 @@ impl Engine {
             "Always allowed from now on: {} (saved to {place}).",
             quoted(&saved)
         );
+        if self.policy.judge(language, code).decision != RuleDecision::Allow {
+            note.push_str(
+                " They do not cover this block as a whole: it runs now because you approved it, but the same block would ask again.",
+            );
+        }
         if self.approval == ApprovalMode::Ask {
             self.approval = ApprovalMode::Rules;
             note.push_str(

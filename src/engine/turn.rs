@@ -6,7 +6,7 @@ use crate::llm::tool::{self, partial_string_field};
 use crate::llm::{ChatRequest, LlmError, LlmErrorKind, Message, StreamEvent, ToolCall};
 use crate::protocol::{
     ApprovalMode, BlockId, Decision, ErrorKind, Event, Gate, GateAction, Op, ProposedBlock,
-    TurnEnd, Verdict,
+    Suggestion, TurnEnd, Verdict,
 };
 
 use super::gate::{declined_text, denied_text};
@@ -126,10 +126,14 @@ impl Engine {
                 .iter()
                 .all(|p| p.invalid.is_none() && p.gate.action == GateAction::Decline);
             if self.config.unattended && declined_before && all_declined {
-                // Declined once already and the model insists: nothing more can happen.
+                // Declined once already and the model insists: nothing more can happen. Each
+                // block is still shown with its verdict, then declined.
+                let count = proposals.len();
                 let outcomes = proposals
                     .into_iter()
-                    .map(|p| {
+                    .enumerate()
+                    .map(|(i, p)| {
+                        self.announce(&p, i + 1, count, None);
                         let why = declined_text(&p.gate);
                         self.skip(p, why)
                     })
@@ -157,14 +161,7 @@ impl Engine {
                     .then(|| {
                         self.allow_offer(proposal.block.language_name(), &proposal.block.code)
                     });
-                self.emit(Event::BlockProposed {
-                    block: proposal.block.clone(),
-                    index: i + 1,
-                    of: count,
-                    verdict: Some(proposal.verdict.clone()),
-                    gate: Some(proposal.gate.clone()),
-                    allow,
-                });
+                self.announce(&proposal, i + 1, count, allow);
                 let (outcome, stop) = self.handle(proposal).await;
                 outcomes.push(outcome);
                 stopped = stop || self.shutdown;
@@ -410,6 +407,18 @@ impl Engine {
         self.policy.judge(block.language_name(), &block.code)
     }
 
+    /// Tells the faces about a block: its code, the policy's verdict and the gate.
+    fn announce(&self, proposal: &Proposal, index: usize, of: usize, allow: Option<Suggestion>) {
+        self.emit(Event::BlockProposed {
+            block: proposal.block.clone(),
+            index,
+            of,
+            verdict: Some(proposal.verdict.clone()),
+            gate: Some(proposal.gate.clone()),
+            allow,
+        });
+    }
+
     pub(super) fn take_block_id(&mut self) -> BlockId {
         let id = self.next_block;
         self.next_block += 1;
@@ -438,7 +447,7 @@ impl Engine {
         };
         let decision = match proposal.gate.action {
             GateAction::Run => Decision::Run,
-            GateAction::Ask => self.decide_saving_rules(proposal.block.id).await,
+            GateAction::Ask => self.decide_saving_rules(&proposal.block).await,
             GateAction::Deny => {
                 let why = denied_text(&proposal.gate);
                 return (self.skip(proposal, why), false);
@@ -522,9 +531,9 @@ impl Engine {
 
     /// Asks the person; "always allow" saves its rules here, and when they cannot be saved
     /// the person hears why and is asked again.
-    async fn decide_saving_rules(&mut self, block_id: BlockId) -> Decision {
+    async fn decide_saving_rules(&mut self, block: &ProposedBlock) -> Decision {
         loop {
-            let decision = self.decide(block_id).await;
+            let decision = self.decide(block.id).await;
             let Decision::AllowAlways {
                 prefixes,
                 save_to,
@@ -533,7 +542,8 @@ impl Engine {
             else {
                 return decision;
             };
-            match self.allow_always(&prefixes, save_to) {
+            let runs = code.as_deref().unwrap_or(&block.code);
+            match self.allow_always(&prefixes, save_to, block.language_name(), runs) {
                 Ok(()) => {
                     return match code {
                         Some(code) => Decision::Edit { code },

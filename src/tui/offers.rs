@@ -48,6 +48,8 @@ impl App {
         pending.allow = Some(RuleSource::User);
         let mut input = tui_textarea::TextArea::new(prefixes);
         input.set_placeholder_text("one command prefix per line, e.g. git status");
+        // Typing adds to the proposal, as in any field that comes filled in.
+        input.move_cursor(tui_textarea::CursorMove::End);
         self.draft = Some(std::mem::replace(&mut self.input, input));
         self.focus = Focus::Input;
     }

@@ -37,8 +37,8 @@ async fn edit_save_and_apply(size: (u16, u16)) {
     tmux.send(&["p"]);
     let screen = tmux.wait_for("Always allow").await;
     assert!(screen.contains("Always allow → your config"), "{screen}");
-    // The proposal is the program name; the person narrows it to `ls -la`.
-    tmux.send(&["End"]);
+    // The proposal is the program name, the cursor after it; the person narrows it to
+    // `ls -la`.
     tmux.type_text(" -la");
     tmux.send(&["Enter"]);
     // Ask mode became rules mode: the status bar says so.

@@ -237,7 +237,7 @@ async fn the_headless_prompt_shows_the_verdict_right_above_the_question() {
         .rposition(|l| l.contains("⚑ deletes"))
         .unwrap_or_else(|| panic!("no verdict in\n{screen}"));
     assert!(
-        verdict < question && question - verdict <= 3,
+        verdict < question && question - verdict <= 4,
         "the verdict is right above the question:\n{screen}"
     );
     assert!(
@@ -250,4 +250,33 @@ async fn the_headless_prompt_shows_the_verdict_right_above_the_question() {
     tmux.send(&["n", "Enter"]);
     tmux.wait_for("RUN-ENDED").await;
     assert!(dir.path().join("build").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_declined_again_is_still_shown_with_its_verdict() {
+    let server = insisting().await;
+    let home = tempfile::tempdir().expect("dir");
+    let config = "[policy]\ndeny = [\"rm\"]\n";
+    let out = run(home.path(), &server, config, &["-y", "--json"]).await;
+    let events = events(&out);
+    for id in [1, 2] {
+        let block = proposed(&events, id);
+        assert!(!block["verdict"].is_null(), "block {id}: {block}");
+        assert_eq!(block["gate"]["action"], "decline", "block {id}: {block}");
+        assert!(!started(&events, id));
+    }
+    let out = run(home.path(), &insisting().await, config, &["-y"]).await;
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("$(echo rm) f8"), "{stdout}");
+    assert!(stdout.contains("possibly denied"), "{stdout}");
+}
+
+/// A model that proposes a second block nobody can approve after the first was declined.
+async fn insisting() -> ModelServer {
+    ModelServer::start(vec![
+        Reply::tool("shell", "eval \"rm f7\""),
+        Reply::tool("shell", "$(echo rm) f8"),
+        Reply::text("I give up."),
+    ])
+    .await
 }
