@@ -70,16 +70,16 @@ pub struct Options {
     #[arg(long, value_name = "SECS", value_parser = seconds, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
     /// The directory the kernels run in (default: the current directory).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", global = true)]
     pub cwd: Option<PathBuf>,
     /// The config file (default: the platform one, such as ~/.config/oi-tui/config.toml).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", global = true)]
     pub config: Option<PathBuf>,
     /// Use the [profiles.NAME] section of the config file.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", global = true)]
     pub profile: Option<String>,
     /// Where oi-tui keeps its data (default: the platform data directory).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", global = true)]
     pub data_dir: Option<PathBuf>,
     /// Seconds to wait for the model server to accept a connection (default 10).
     #[arg(long, value_name = "SECS", value_parser = seconds, allow_negative_numbers = true)]

@@ -120,6 +120,11 @@ impl Engine {
             self.push_history(Message::assistant(reply.text.clone(), calls.clone()));
             let proposals = self.proposals(&reply, &calls);
             if proposals.is_empty() {
+                if reply.text.trim().is_empty() {
+                    self.emit(Event::Notice {
+                        message: "The model's reply was empty: no text and no code.".to_string(),
+                    });
+                }
                 return self.finish(TurnEnd::Done);
             }
             let all_declined = proposals

@@ -370,10 +370,17 @@ impl Kernel {
             RunStatus::Failed
         };
         if let Some(cut) = &result.cut {
-            result.notes.push(format!(
-                "The output was long: {} of its {} lines were cut from the middle.",
-                cut.lines, cut.total_lines
-            ));
+            result.notes.push(if cut.lines == 0 {
+                format!(
+                    "The output was long ({}): the middle of a long line was cut.",
+                    super::human_bytes(cut.total_bytes)
+                )
+            } else {
+                format!(
+                    "The output was long: {} of its {} lines were cut from the middle.",
+                    cut.lines, cut.total_lines
+                )
+            });
         }
         result
     }

@@ -138,10 +138,19 @@ fn join(head: &str, tail: &str, total_lines: u64, total_bytes: u64) -> Text {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str(&format!(
-        "[… {lines} of {total_lines} lines ({}) cut from the middle …]\n",
-        human_bytes(total_bytes)
-    ));
+    if lines == 0 {
+        // A line too long to keep whole: no line was left out, part of one was.
+        let omitted = total_bytes.saturating_sub((head.len() + tail.len()) as u64);
+        text.push_str(&format!(
+            "[… {} cut from the middle of a long line …]\n",
+            human_bytes(omitted)
+        ));
+    } else {
+        text.push_str(&format!(
+            "[… {lines} of {total_lines} lines ({}) cut from the middle …]\n",
+            human_bytes(total_bytes)
+        ));
+    }
     text.push_str(tail);
     Text {
         text,
@@ -554,6 +563,19 @@ mod tests {
     fn invalid_bytes_become_replacement_characters() {
         let t = text(b"a\xff\xfeb\x00c", 4000);
         assert_eq!(t.text, "a\u{fffd}\u{fffd}bc");
+    }
+
+    #[test]
+    fn one_long_line_cut_in_its_middle_is_said_as_such() {
+        let t = text("x".repeat(50_000).as_bytes(), 1000);
+        let cut = t.cut.expect("cut");
+        assert_eq!(cut.lines, 0, "{cut:?}");
+        assert!(
+            t.text.contains("cut from the middle of a long line"),
+            "{}",
+            t.text
+        );
+        assert!(!t.text.contains(" lines ("), "{}", t.text);
     }
 
     #[test]

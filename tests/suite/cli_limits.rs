@@ -1,6 +1,7 @@
 //! Out-of-range numbers are usage errors that name the range (they used to panic while
-//! becoming durations), and a closed standard output (`| head -1`) ends oi-tui quietly
-//! with status 141 instead of a panic.
+//! becoming durations), a closed standard output (`| head -1`) ends oi-tui quietly with
+//! status 141 instead of a panic, global options work after a subcommand, and an empty
+//! reply is said.
 
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
@@ -129,4 +130,32 @@ async fn a_closed_pipe_ends_json_and_sessions_output_quietly() {
         status.code() == Some(141) || status.code() == Some(0),
         "{status:?}: {err}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn global_options_after_the_subcommand_and_an_empty_reply_said() {
+    let dir = tempfile::tempdir().expect("dir");
+    let server = ModelServer::start(vec![Reply::text("")]).await;
+    let mut cmd = oi_tui(dir.path());
+    cmd.args(["--task", "go", "--model", "openai/scripted"])
+        .args(["--api-base", &server.base("openai"), "--api-key", "k"])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"));
+    let out = tokio::task::spawn_blocking(move || cmd.output().expect("ran"))
+        .await
+        .expect("joined");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("The model's reply was empty"), "{err}");
+    let out = oi_tui(dir.path())
+        .args(["sessions", "list", "--json", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .output()
+        .expect("list");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
 }
