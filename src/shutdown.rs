@@ -7,6 +7,14 @@ use std::sync::{Mutex, OnceLock};
 use crate::exec::reaper;
 
 static EXIT: Mutex<()> = Mutex::new(());
+/// Set as soon as the process starts to leave: nothing new (a request to the model, a block)
+/// may start after it.
+static LEAVING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the process is on its way out (a signal, a fatal error): start nothing new.
+pub fn leaving() -> bool {
+    LEAVING.load(std::sync::atomic::Ordering::SeqCst)
+}
 static RESTORE_TERMINAL: OnceLock<fn()> = OnceLock::new();
 
 /// Registers what puts the user's terminal back (once; later calls are ignored).
@@ -23,6 +31,7 @@ pub fn restore_terminal() {
 
 /// Kills every kernel, restores the terminal and exits with `status`.
 pub fn exit(status: i32) -> ! {
+    LEAVING.store(true, std::sync::atomic::Ordering::SeqCst);
     // Held until the process ends: a second caller blocks here instead of exiting too.
     let _guard = EXIT.lock();
     reaper::kill_all();

@@ -79,6 +79,10 @@ impl Engine {
                 });
                 return self.finish(TurnEnd::MaxTurns);
             }
+            if crate::shutdown::leaving() {
+                // oi-tui is being stopped (SIGTERM, SIGHUP): no new request goes out.
+                return self.finish(TurnEnd::Interrupted);
+            }
             round += 1;
             self.emit(Event::RequestStarted { round });
             let request = self.request();

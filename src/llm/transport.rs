@@ -107,6 +107,13 @@ async fn send_with_retries(
     let policy = config.retry;
     let mut attempt = 0;
     loop {
+        if crate::shutdown::leaving() {
+            // oi-tui is being stopped: no request (nor retry) goes out any more.
+            return Err(LlmError::new(
+                super::LlmErrorKind::Setup,
+                "oi-tui is stopping: the request was not sent",
+            ));
+        }
         attempt += 1;
         let sent = tokio::time::timeout(config.idle_timeout, build().send()).await;
         let (reason, retry_after, error) = match sent {

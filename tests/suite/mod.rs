@@ -16,6 +16,7 @@ mod secrets;
 mod sessions;
 mod sessions_browser;
 mod sessions_resume;
+mod signals;
 mod suggest;
 mod support;
 mod terminal;

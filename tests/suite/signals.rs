@@ -1,0 +1,57 @@
+//! SIGTERM while a block runs: oi-tui leaves at once and no further request reaches the
+//! model (it used to send one in 3 of 5 runs: the killed block's end started the next round).
+
+use std::time::Duration;
+
+use super::model_server::{ModelServer, Reply};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sigterm_no_new_request_goes_out() {
+    for _ in 0..3 {
+        let server = ModelServer::start(vec![
+            Reply::tool("shell", "echo started; sleep 30"),
+            Reply::text("This must never be asked for."),
+        ])
+        .await;
+        let dir = tempfile::tempdir().expect("dir");
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+            .current_dir(dir.path())
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .env_remove("OI_TUI_CONFIG")
+            .args(["-y", "--task", "go", "--model", "openai/scripted"])
+            .args(["--api-base", &server.base("openai"), "--api-key", "k"])
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn");
+        let mut stdout = child.stdout.take().expect("stdout");
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        tokio::time::timeout(Duration::from_secs(30), async {
+            use tokio::io::AsyncReadExt;
+            while !String::from_utf8_lossy(&seen).contains("started") {
+                let n = stdout.read(&mut buf).await.expect("read");
+                assert!(n > 0, "ended early: {}", String::from_utf8_lossy(&seen));
+                seen.extend_from_slice(&buf[..n]);
+            }
+        })
+        .await
+        .expect("the block started");
+        let pid = child.id().expect("pid") as i32;
+        // SAFETY: signalling the process this test started.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+        let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+            .await
+            .expect("it ended")
+            .expect("status");
+        assert_eq!(status.code(), Some(143), "{status:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(server.chats().len(), 1, "a request went out after SIGTERM");
+    }
+}
