@@ -15,6 +15,7 @@ mod secrets;
 mod sessions;
 mod sessions_browser;
 mod sessions_resume;
+mod store_faults;
 mod suggest;
 mod support;
 mod terminal;
