@@ -216,7 +216,7 @@ fn opening_error(path: &Path, e: rusqlite::Error) -> StoreError {
         },
         Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure) => StoreError::Unwritable {
             path: path.to_path_buf(),
-            reason: describe(&e),
+            reason: describe_at(&e, path),
         },
         _ => StoreError::Corrupt {
             path: path.to_path_buf(),
@@ -270,6 +270,33 @@ fn uri_path(path: &Path) -> String {
         }
     }
     out
+}
+
+/// What a failed write to the store at `path` means for the person: `the disk is full`,
+/// `the store is read-only`. SQLite reports some writes that failed for want of space as
+/// I/O errors: the free space says which.
+pub fn describe_at(e: &rusqlite::Error, path: &Path) -> String {
+    use rusqlite::ErrorCode;
+    let full = matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::SystemIoFailure | ErrorCode::CannotOpen)
+    ) && free_space(path).is_some_and(|free| free < 256 * 1024);
+    if full {
+        format!("the disk is full ({e})")
+    } else {
+        describe(e)
+    }
+}
+
+/// Bytes free for unprivileged users on the file system that holds `path`'s directory.
+fn free_space(path: &Path) -> Option<u64> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statvfs(2) writes into a local we own and reads a path we own.
+    unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        (libc::statvfs(c.as_ptr(), &mut st) == 0).then_some(st.f_bavail as u64 * st.f_frsize as u64)
+    }
 }
 
 /// What a failed write means for the person: `the disk is full`, `the store is read-only`.

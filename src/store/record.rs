@@ -400,7 +400,7 @@ impl Keeper {
     }
 
     fn failed(&mut self, e: &rusqlite::Error) {
-        let reason = super::describe(e);
+        let reason = super::describe_at(e, self.writer.path());
         self.retry_at = Some(Instant::now() + self.backoff);
         self.backoff = (self.backoff * 2).min(RETRY_MAX);
         self.report(reason);

@@ -143,6 +143,10 @@ impl Writer {
         writer
     }
 
+    pub(super) fn path(&self) -> &std::path::Path {
+        self.store.path()
+    }
+
     fn exists(&self) -> bool {
         self.store
             .conn()

@@ -22,13 +22,14 @@ fn bin() -> &'static str {
 
 /// Runs `script` with sh in a new user and mount namespace, with `BIN`, `DATA`, `OUT` and
 /// `BASE` set; returns its exit status.
-async fn in_namespace(script: &str, data: &Path, out: &Path, base: &str) -> i32 {
+async fn in_namespace(script: &str, data: &Path, out: &Path, bases: &[String]) -> i32 {
     let status = tokio::process::Command::new("unshare")
         .args(["-rm", "sh", "-c", script])
         .env("BIN", bin())
         .env("DATA", data)
         .env("OUT", out)
-        .env("BASE", base)
+        .env("BASE", &bases[0])
+        .env("BASE2", bases.get(1).unwrap_or(&bases[0]))
         .env_remove("OPENAI_API_KEY")
         .stdin(Stdio::null())
         .kill_on_drop(true)
@@ -44,11 +45,14 @@ fn read(dir: &Path, name: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_is_said_at_once_fails_the_run_and_recovers_when_space_returns() {
-    let server = ModelServer::start(vec![
-        // The first run: the disk is full from the start.
+    // The first run: the disk is full from the start (it may stop before it asks).
+    let first = ModelServer::start(vec![
         Reply::tool("shell", "echo first-run-output"),
         Reply::text("Done with the first."),
-        // The second: it fills while a block runs, and space returns.
+    ])
+    .await;
+    // The second: the disk fills while a block runs, and space returns.
+    let second = ModelServer::start(vec![
         Reply::tool("shell", "sleep 2; echo second-run-output; sleep 3"),
         Reply::text("Done with the second."),
     ])
@@ -65,7 +69,7 @@ async fn a_full_disk_is_said_at_once_fails_the_run_and_recovers_when_space_retur
         "$BIN" --task "first run" --model openai/scripted --api-base "$BASE" -y --data-dir "$DATA" >"$OUT/out1" 2>"$OUT/err1" </dev/null
         echo $? >"$OUT/rc1"
         rm -f "$DATA/filler"
-        "$BIN" --task "second run" --model openai/scripted --api-base "$BASE" -y --data-dir "$DATA" >"$OUT/out2" 2>"$OUT/err2" </dev/null &
+        "$BIN" --task "second run" --model openai/scripted --api-base "$BASE2" -y --data-dir "$DATA" >"$OUT/out2" 2>"$OUT/err2" </dev/null &
         pid=$!
         sleep 1
         dd if=/dev/zero of="$DATA/filler" bs=4096 >/dev/null 2>&1
@@ -77,7 +81,8 @@ async fn a_full_disk_is_said_at_once_fails_the_run_and_recovers_when_space_retur
         echo $? >"$OUT/rc2"
         "$BIN" --data-dir "$DATA" sessions show last >"$OUT/show2" 2>&1
     "#;
-    let status = in_namespace(script, &data, &out, &server.base("openai")).await;
+    let bases = [first.base("openai"), second.base("openai")];
+    let status = in_namespace(script, &data, &out, &bases).await;
     assert_ne!(
         status, 90,
         "this machine cannot mount a tmpfs in a user namespace (unshare -rm): the full-disk case cannot be tested here"
@@ -99,7 +104,10 @@ async fn a_full_disk_is_said_at_once_fails_the_run_and_recovers_when_space_retur
     let err2 = read(&out, "err2");
     assert!(
         err2.contains("cannot be saved") && err2.contains("disk is full"),
-        "the first failed write is said at once: {err2}"
+        "the first failed write is said at once: {err2} (status {}, out {}, store {})",
+        read(&out, "rc2"),
+        read(&out, "out2"),
+        read(&out, "show2")
     );
     assert!(err2.contains("saved again"), "and its end: {err2}");
     assert_eq!(
@@ -132,7 +140,7 @@ async fn a_read_only_store_is_named_so_and_can_still_be_read() {
         "$BIN" --data-dir "$DATA" sessions delete last >/dev/null 2>"$OUT/delete_err"
         echo $? >"$OUT/delete_rc"
     "#;
-    let status = in_namespace(script, &data, &out, &server.base("openai")).await;
+    let status = in_namespace(script, &data, &out, &[server.base("openai")]).await;
     assert_ne!(
         status, 90,
         "this machine cannot bind-mount a file read-only in a user namespace: the read-only case cannot be tested here"
@@ -220,7 +228,7 @@ async fn show_last(data: &PathBuf) -> String {
 async fn kill_9_during_a_block_keeps_what_it_printed_and_marks_it_interrupted() {
     let server = ModelServer::start(vec![Reply::tool(
         "python",
-        "import time\nprint('half-way-there', flush=True)\ntime.sleep(100)",
+        "import time\nprint('half' + '-way-there', flush=True)\ntime.sleep(100)",
     )])
     .await;
     let dir = tempfile::tempdir().unwrap();
@@ -241,6 +249,14 @@ async fn kill_9_during_a_block_keeps_what_it_printed_and_marks_it_interrupted() 
     let session = store.export(&id).unwrap();
     assert_eq!(session.blocks.len(), 1);
     assert!(session.blocks[0].interrupted);
+    assert!(
+        session.blocks[0]
+            .tail
+            .as_deref()
+            .is_some_and(|t| t.contains("half-way-there")),
+        "{:?}",
+        session.blocks[0]
+    );
     // The resumed session shows it the same way.
     let replay = store.replay(&id).unwrap();
     let finished = replay
@@ -282,4 +298,39 @@ async fn kill_9_during_a_reply_keeps_the_text_that_came_as_partial() {
     let show = show_last(&data).await;
     assert!(show.contains("partial"), "{show}");
     assert!(show.contains("The first sentence arrives."), "{show}");
+}
+
+#[test]
+fn live_output_reaches_the_store_within_a_batch_and_goes_when_the_block_ends() {
+    use oi_tui::llm::Message;
+    use oi_tui::protocol::{Event, Language};
+    use oi_tui::store::{Recorder, Redactor};
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Recorder::start(Store::open(dir.path()).unwrap(), None, Redactor::default());
+    recorder.message(&Message::user("count".to_string()));
+    recorder.event(&Event::ExecStarted {
+        block_id: 1,
+        language: Language::Shell,
+        code: "seq 3".to_string(),
+        edited: false,
+    });
+    recorder.event(&Event::ExecOutput {
+        block_id: 1,
+        data: b"line-one\r\nline-two\r\n".to_vec(),
+    });
+    // No flush: the batch is written on its own within 200 ms.
+    std::thread::sleep(Duration::from_millis(500));
+    let reader = Store::open(dir.path()).unwrap();
+    let session = reader.export(recorder.session_id()).unwrap();
+    let block = &session.blocks[0];
+    assert!(block.interrupted, "{block:?}");
+    assert!(
+        block
+            .tail
+            .as_deref()
+            .is_some_and(|t| t.contains("line-two")),
+        "{block:?}"
+    );
+    let health = recorder.flush();
+    assert!(health.all_saved(), "{health:?}");
 }
