@@ -54,7 +54,7 @@ impl Write {
 }
 
 enum Command {
-    Write(Write),
+    Write(Box<Write>),
     /// Something streamed into the live buffers: write it when the batch is due.
     Wake,
     /// Write everything now (retrying what failed once more), then answer with the health.
@@ -176,10 +176,10 @@ impl Recorder {
         let started = std::thread::Builder::new()
             .name("session-writer".into())
             .spawn(move || Keeper::new(writer, thread_shared).run(rx));
-        if let Err(e) = started {
-            if let Ok(mut health) = shared.health.lock() {
-                health.problem = Some(format!("the session writer could not start: {e}"));
-            }
+        if let Err(e) = started
+            && let Ok(mut health) = shared.health.lock()
+        {
+            health.problem = Some(format!("the session writer could not start: {e}"));
         }
         Recorder {
             tx,
@@ -217,11 +217,11 @@ impl Recorder {
     pub fn user_message(&self, message: &Message, said: Option<&str>) {
         // A reply completes the text that streamed for it (see `Live`).
         let reply = (message.role == Role::Assistant).then(|| self.live(|l| l.reply_generation()));
-        self.send(Command::Write(Write::Message(
+        self.send(Command::Write(Box::new(Write::Message(
             message.clone(),
             said.map(str::to_string),
             reply,
-        )));
+        ))));
     }
 
     pub fn event(&self, event: &Event) {
@@ -238,12 +238,12 @@ impl Recorder {
                 self.live(|l| l.new_reply());
             }
             Event::BlockDelta { .. } | Event::Usage { .. } => {}
-            other => self.send(Command::Write(Write::Event(other.clone()))),
+            other => self.send(Command::Write(Box::new(Write::Event(other.clone())))),
         }
     }
 
     pub fn truncate(&self, messages: usize) {
-        self.send(Command::Write(Write::Truncate(messages)));
+        self.send(Command::Write(Box::new(Write::Truncate(messages))));
     }
 
     /// Waits (up to 10 s) until everything sent so far is written, or has failed once more;
@@ -325,7 +325,7 @@ impl Keeper {
                 None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
             };
             match command {
-                Ok(Command::Write(write)) => self.accept(write),
+                Ok(Command::Write(write)) => self.accept(*write),
                 Ok(Command::Wake) => {}
                 Ok(Command::Flush(done)) => {
                     self.work(true);

@@ -113,18 +113,14 @@ pub(super) struct Writer {
     /// Replies up to this generation are complete: their text streams no more.
     completed_gen: u64,
     /// The running block's output chunks in the store: (row, bytes), and their total.
-    chunks: Option<(BlockId, VecDeque<(i64, usize)>, usize)>,
+    chunks: Option<Chunks>,
 }
 
+/// A block's output chunks in the store: the block, each chunk's row and size, the total.
+type Chunks = (BlockId, VecDeque<(i64, usize)>, usize);
+
 /// What a failed transaction must leave as it was.
-type Snapshot = (
-    bool,
-    String,
-    String,
-    HashMap<u64, i64>,
-    u64,
-    Option<(BlockId, VecDeque<(i64, usize)>, usize)>,
-);
+type Snapshot = (bool, String, String, HashMap<u64, i64>, u64, Option<Chunks>);
 
 impl Writer {
     pub(super) fn new(store: Store, id: String, redactor: Redactor) -> Writer {
