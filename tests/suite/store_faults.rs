@@ -334,3 +334,33 @@ fn live_output_reaches_the_store_within_a_batch_and_goes_when_the_block_ends() {
     let health = recorder.flush();
     assert!(health.all_saved(), "{health:?}");
 }
+
+#[test]
+fn the_workbench_shows_store_trouble_until_the_store_recovers() {
+    use oi_tui::protocol::Event;
+    use oi_tui::tui::app::Msg;
+    let mut app = super::tui_states::fresh();
+    let before = super::tui_states::screen(&mut app, 100, 24);
+    assert!(!before.contains("NOT SAVED"), "{before}");
+    app.update(Msg::Engine(Event::StoreTrouble {
+        message: "The session cannot be saved to /data/sessions.db: the disk is full.".into(),
+        unsaved: 2,
+    }));
+    let trouble = super::tui_states::screen(&mut app, 100, 24);
+    let last = trouble.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+    assert!(
+        last.contains("NOT SAVED") && last.contains("disk is full"),
+        "a banner on the bottom line: {trouble}"
+    );
+    // It stays through other events.
+    app.update(Msg::Engine(Event::Notice {
+        message: "something else".into(),
+    }));
+    assert!(super::tui_states::screen(&mut app, 100, 24).contains("NOT SAVED"));
+    app.update(Msg::Engine(Event::StoreRecovered {
+        message: "The session is being saved again; nothing was lost.".into(),
+    }));
+    let after = super::tui_states::screen(&mut app, 100, 24);
+    assert!(!after.contains("NOT SAVED"), "{after}");
+    assert!(after.contains("saved again"), "{after}");
+}
