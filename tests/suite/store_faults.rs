@@ -347,7 +347,11 @@ fn the_workbench_shows_store_trouble_until_the_store_recovers() {
         unsaved: 2,
     }));
     let trouble = super::tui_states::screen(&mut app, 100, 24);
-    let last = trouble.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let last = trouble
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
     assert!(
         last.contains("NOT SAVED") && last.contains("disk is full"),
         "a banner on the bottom line: {trouble}"
