@@ -11,6 +11,7 @@
 //! not be saved.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -114,6 +115,9 @@ type Listener = Box<dyn Fn(Event) + Send>;
 /// What the recorder shares with its thread.
 pub(super) struct Shared {
     pub(super) live: Mutex<Live>,
+    /// A `Wake` is on its way: live text needs no other (the channel stays small however
+    /// fast output comes, even while the writer waits on the disk).
+    woken: AtomicBool,
     health: Mutex<StoreHealth>,
     listener: Mutex<Option<Listener>>,
 }
@@ -165,6 +169,7 @@ impl Recorder {
         let (tx, rx) = mpsc::channel();
         let shared = Arc::new(Shared {
             live: Mutex::new(Live::default()),
+            woken: AtomicBool::new(false),
             health: Mutex::new(StoreHealth {
                 path: store.path().display().to_string(),
                 ..StoreHealth::default()
@@ -228,11 +233,11 @@ impl Recorder {
         match event {
             Event::AssistantDelta { text } => {
                 self.live(|l| l.reply_text(text));
-                self.send(Command::Wake);
+                self.wake();
             }
             Event::ExecOutput { block_id, data } => {
                 self.live(|l| l.output(*block_id, data));
-                self.send(Command::Wake);
+                self.wake();
             }
             Event::RequestStarted { .. } => {
                 self.live(|l| l.new_reply());
@@ -271,6 +276,12 @@ impl Recorder {
         match self.shared.live.lock() {
             Ok(mut live) => f(&mut live),
             Err(poisoned) => f(&mut poisoned.into_inner()),
+        }
+    }
+
+    fn wake(&self) {
+        if !self.shared.woken.swap(true, Ordering::AcqRel) {
+            self.send(Command::Wake);
         }
     }
 
@@ -326,7 +337,7 @@ impl Keeper {
             };
             match command {
                 Ok(Command::Write(write)) => self.accept(*write),
-                Ok(Command::Wake) => {}
+                Ok(Command::Wake) => self.shared.woken.store(false, Ordering::Release),
                 Ok(Command::Flush(done)) => {
                     self.work(true);
                     let _ = done.send(self.health());
