@@ -1,8 +1,8 @@
 //! Headless mode (`--task`): the engine with no TUI. It prints a readable transcript (or,
 //! with `--json`, the engine's events as JSON Lines), asks `Run this python block? [y/n/e]`
 //! on a terminal, runs nothing when nobody can be asked, and exits with a status a script
-//! can branch on: 0 when the model finished, 1 for provider or config errors, 130 on
-//! interrupt.
+//! can branch on: 0 when the model finished, 1 for provider or config errors (or a session
+//! that could not be saved whole), 130 on interrupt.
 
 use std::io::{IsTerminal, Write};
 
@@ -42,6 +42,7 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
             return 1;
         }
     }
+    let recorder = config.recorder.clone();
     let handle = match engine::spawn(config) {
         Ok(handle) => handle,
         Err(e) => {
@@ -146,6 +147,16 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
     let _ = engine_task.await;
     term::line_mode();
     out.finish();
+    // A run whose session could not be saved whole does not end as a success.
+    if let Some(recorder) = recorder {
+        let health = recorder.flush();
+        if !health.all_saved() {
+            eprintln!("oi-tui: error: {}", visible(&health.summary()));
+            if status == 0 {
+                status = 1;
+            }
+        }
+    }
     status
 }
 
@@ -342,6 +353,22 @@ impl Transcript {
     }
 
     fn event(&mut self, event: &Event) {
+        // Trouble with the store goes to stderr in both modes: it is about the record.
+        match event {
+            Event::StoreTrouble { message, .. } => {
+                if !self.json {
+                    self.line_break();
+                }
+                eprintln!("oi-tui: error: {}", visible(message));
+            }
+            Event::StoreRecovered { message } => {
+                if !self.json {
+                    self.line_break();
+                }
+                eprintln!("oi-tui: {}", visible(message));
+            }
+            _ => {}
+        }
         if self.json {
             if let Ok(line) = serde_json::to_string(event) {
                 crate::stdout::println(&safe_text::json_safe(&line));
@@ -353,7 +380,9 @@ impl Transcript {
             | Event::Usage { .. }
             | Event::BlockDelta { .. }
             | Event::UserMessage { .. }
-            | Event::ExecAwaitingInput { .. } => {}
+            | Event::ExecAwaitingInput { .. }
+            | Event::StoreTrouble { .. }
+            | Event::StoreRecovered { .. } => {}
             Event::RequestStarted { .. } => self.message.clear(),
             Event::AssistantDelta { text } => {
                 self.message.push_str(text);

@@ -16,7 +16,7 @@ use crate::config::Settings;
 use crate::engine::EngineConfig;
 use crate::protocol::Event;
 use crate::safe_text::{json_safe, visible, visible_line};
-use crate::store::{Recorder, Redactor, Store, format_time};
+use crate::store::{Recorder, Redactor, Store, StoreError, format_time};
 
 #[derive(Debug, Args)]
 pub struct SessionsArgs {
@@ -116,8 +116,25 @@ pub fn attach_resumed(
 
 /// `oi-tui sessions ...`; returns the exit status.
 pub fn run(args: SessionsArgs, settings: &Settings) -> i32 {
+    let reads_only = matches!(
+        args.command,
+        SessionsCommand::List { .. }
+            | SessionsCommand::Show { .. }
+            | SessionsCommand::Search { .. }
+            | SessionsCommand::Export { .. }
+    );
     let store = match Store::open(&settings.data_dir) {
         Ok(store) => store,
+        // A store oi-tui may not write can still be read.
+        Err(StoreError::ReadOnly { .. }) if reads_only => {
+            match Store::open_read_only(&settings.data_dir) {
+                Ok(store) => store,
+                Err(e) => {
+                    eprintln!("oi-tui: {e}");
+                    return 1;
+                }
+            }
+        }
         Err(e) => {
             eprintln!("oi-tui: {e}");
             return 1;

@@ -111,6 +111,16 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
     facts.sandbox = sandbox.for_model();
     let memory = memory::Memory::new(config.data_dir.as_deref());
     let recorder = config.recorder.clone();
+    if let Some(recorder) = &recorder {
+        // Trouble with the store reaches the face; a weak sender, so that the face still
+        // sees the stream end when the engine does.
+        let events = events_tx.downgrade();
+        recorder.set_listener(move |event| {
+            if let Some(events) = events.upgrade() {
+                let _ = events.send(event);
+            }
+        });
+    }
     let history = config.history.clone();
     // A resumed session's blocks keep their ids; new ones come after them.
     let next_block = recorder.as_ref().map_or(1, |r| r.first_block());

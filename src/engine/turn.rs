@@ -264,12 +264,17 @@ impl Engine {
         let mut reply = Reply::default();
         let events = self.events.clone();
         let redactor = self.config.redactor.clone();
+        let recorder = self.recorder.clone();
         let mut on_event = |event: StreamEvent| {
             match &event {
                 StreamEvent::Text(text) => {
-                    let _ = events.send(Event::AssistantDelta {
+                    let delta = Event::AssistantDelta {
                         text: redactor.clean(text),
-                    });
+                    };
+                    if let Some(recorder) = &recorder {
+                        recorder.event(&delta);
+                    }
+                    let _ = events.send(delta);
                 }
                 StreamEvent::Usage {
                     prompt_tokens,
@@ -621,6 +626,7 @@ impl Engine {
             id: Some(block_id),
         };
         let events = self.events.clone();
+        let recorder = self.recorder.clone();
         // The live bytes: a secret split across chunks is caught (see `StreamRedactor`).
         let stream = std::sync::Arc::new(std::sync::Mutex::new(
             crate::secrets::StreamRedactor::new(self.config.redactor.clone()),
@@ -632,7 +638,11 @@ impl Engine {
                 Err(poisoned) => poisoned.into_inner().push(bytes),
             };
             if !data.is_empty() {
-                let _ = events.send(Event::ExecOutput { block_id, data });
+                let output = Event::ExecOutput { block_id, data };
+                if let Some(recorder) = &recorder {
+                    recorder.event(&output);
+                }
+                let _ = events.send(output);
             }
         };
         let kernels = self.kernels.clone();
@@ -688,10 +698,14 @@ impl Engine {
             Err(poisoned) => poisoned.into_inner().finish(),
         };
         if !held.is_empty() {
-            let _ = self.events.send(Event::ExecOutput {
+            let output = Event::ExecOutput {
                 block_id,
                 data: held,
-            });
+            };
+            if let Some(recorder) = &self.recorder {
+                recorder.event(&output);
+            }
+            let _ = self.events.send(output);
         }
         // The text form is whole here, so a secret split across chunks is caught too.
         let result = self.config.redactor.clean_value(result);

@@ -258,6 +258,12 @@ pub enum Event {
     /// The kernels run under another sandbox now; `note` says what changed and whether
     /// kernels were restarted.
     SandboxChanged { status: SandboxStatus, note: String },
+    /// The session store cannot be written (a full disk, a read-only or damaged store):
+    /// `unsaved` steps wait in memory and are tried again. A face shows it until
+    /// `StoreRecovered`; headless mode says it on stderr.
+    StoreTrouble { message: String, unsaved: usize },
+    /// The session store is written again; `message` says whether anything was lost.
+    StoreRecovered { message: String },
 }
 
 /// Output bytes travel as bytes in the process and as (lossy) text in JSON.

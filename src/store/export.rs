@@ -50,6 +50,12 @@ impl Exported {
                     "user" if !m.shown().trim().is_empty() => {
                         out.push_str(&format!("## You\n\n{}\n\n", m.shown().trim()));
                     }
+                    "assistant" if m.partial => {
+                        out.push_str(&format!(
+                            "## oi-tui (partial: {PARTIAL_REPLY})\n\n{}\n\n",
+                            m.content.trim()
+                        ));
+                    }
                     "assistant" if !m.content.trim().is_empty() => {
                         out.push_str(&format!("## oi-tui\n\n{}\n\n", m.content.trim()));
                     }
@@ -77,8 +83,14 @@ pub fn decision_words(b: &StoredBlock) -> String {
     }
 }
 
+/// What is said of a reply whose stream never ended.
+pub const PARTIAL_REPLY: &str = "oi-tui stopped while this reply streamed";
+
 /// How a block ended, in words: `ran · exit 0 · 0.42 s`.
 pub fn status_words(b: &StoredBlock) -> Option<String> {
+    if b.interrupted {
+        return Some(super::read::INTERRUPTED.to_string());
+    }
     let status = b.status.as_deref().filter(|s| *s != "skipped")?;
     let mut parts = vec![status.to_string()];
     if let Some(code) = b.exit_code {

@@ -11,6 +11,7 @@ mod read;
 mod record;
 mod replay;
 mod schema;
+mod write;
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -20,9 +21,10 @@ use rusqlite::{Connection, OpenFlags};
 
 pub use export::{Item, decision_words, emphasis, escape, fence, shown_output, status_words};
 pub use read::{
-    Exported, Hit, SessionRow, StoredBlock, StoredEvent, StoredMessage, Transcript, format_time,
+    Exported, Hit, INTERRUPTED, SessionRow, StoredBlock, StoredEvent, StoredMessage, Transcript,
+    format_time,
 };
-pub use record::{Recorder, Redactor};
+pub use record::{Recorder, Redactor, StoreHealth};
 pub use replay::UNFINISHED;
 
 /// The file name of the store inside the data directory.
@@ -35,6 +37,14 @@ pub enum StoreError {
         "{path} is not a readable oi-tui session store ({reason}). It was left untouched; move it away, or use another --data-dir."
     )]
     Corrupt { path: PathBuf, reason: String },
+    #[error(
+        "{path} is read-only{why}: oi-tui cannot record sessions in it. Make it writable (chmod u+w on the file and its directory), or use another --data-dir."
+    )]
+    ReadOnly { path: PathBuf, why: String },
+    #[error(
+        "{path} cannot be written: {reason}. Free some space (or fix the disk), or use another --data-dir."
+    )]
+    Unwritable { path: PathBuf, reason: String },
     #[error(
         "{path} was written by a newer oi-tui (schema {found}, this one knows {known}). It was left untouched; upgrade oi-tui, or use another --data-dir."
     )]
@@ -100,19 +110,25 @@ impl Store {
     }
 
     pub fn open_file(path: &Path) -> Result<Store, StoreError> {
-        let corrupt = |e: rusqlite::Error| StoreError::Corrupt {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        };
+        let corrupt = |e: rusqlite::Error| opening_error(path, e);
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
+        )
+        .map_err(corrupt)?;
         conn.busy_timeout(Duration::from_secs(10))?;
         // Read before writing anything: a foreign or damaged file must stay as it is.
         let found = schema::version(&conn).map_err(corrupt)?;
+        // SQLite opens a file it may not write read-only without a word; every write would
+        // then fail. Say so now, by its name.
+        if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+            return Err(StoreError::ReadOnly {
+                path: path.to_path_buf(),
+                why: read_only_why(path),
+            });
+        }
         if found > schema::CURRENT {
             return Err(StoreError::Newer {
                 path: path.to_path_buf(),
@@ -124,11 +140,57 @@ impl Store {
             .map_err(corrupt)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        schema::migrate(&conn, found)?;
+        schema::migrate(&conn, found).map_err(corrupt)?;
         Ok(Store {
             conn,
             path: path.to_path_buf(),
         })
+    }
+
+    /// Opens the store in `data_dir` for reading only (the `sessions` commands that only
+    /// read, on a store oi-tui may not write). Creates nothing and changes nothing.
+    pub fn open_read_only(data_dir: &Path) -> Result<Store, StoreError> {
+        let path = data_dir.join(FILE);
+        if !path.exists() {
+            return Err(StoreError::Io {
+                path: path.clone(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no session store here"),
+            });
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let attempt = |uri: bool| -> Result<(Connection, i64), rusqlite::Error> {
+            let conn = if uri {
+                // On a read-only file system a WAL store cannot make its shared-memory
+                // file: read it as immutable (nobody can be writing it there).
+                let name = format!("file:{}?immutable=1", uri_path(&path));
+                Connection::open_with_flags(name, flags | OpenFlags::SQLITE_OPEN_URI)?
+            } else {
+                Connection::open_with_flags(&path, flags)?
+            };
+            conn.busy_timeout(Duration::from_secs(10))?;
+            let found = schema::version(&conn)?;
+            Ok((conn, found))
+        };
+        let (conn, found) = attempt(false)
+            .or_else(|_| attempt(true))
+            .map_err(|e| opening_error(&path, e))?;
+        if found > schema::CURRENT {
+            return Err(StoreError::Newer {
+                path,
+                found,
+                known: schema::CURRENT,
+            });
+        }
+        if found < schema::CURRENT {
+            return Err(StoreError::ReadOnly {
+                why: format!(
+                    "{}, and it was written by an older oi-tui (schema {found}) that this one must upgrade before it can read it",
+                    read_only_why(&path)
+                ),
+                path,
+            });
+        }
+        Ok(Store { conn, path })
     }
 
     pub fn path(&self) -> &Path {
@@ -137,6 +199,126 @@ impl Store {
 
     pub(crate) fn conn(&self) -> &Connection {
         &self.conn
+    }
+}
+
+/// The error for a store that could not be opened: read-only, full, or not a store.
+fn opening_error(path: &Path, e: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode;
+    match e.sqlite_error_code() {
+        Some(ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => StoreError::ReadOnly {
+            path: path.to_path_buf(),
+            why: read_only_why(path),
+        },
+        Some(ErrorCode::CannotOpen) if !read_only_why(path).is_empty() => StoreError::ReadOnly {
+            path: path.to_path_buf(),
+            why: read_only_why(path),
+        },
+        Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure) => StoreError::Unwritable {
+            path: path.to_path_buf(),
+            reason: describe_at(&e, path),
+        },
+        _ => StoreError::Corrupt {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        },
+    }
+}
+
+/// Why `path` cannot be written, when the reason can be seen: ` (its mode is 400)`, ` (on a
+/// read-only file system)`; empty when it cannot.
+fn read_only_why(path: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let writable = |p: &Path| {
+        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()) else {
+            return true;
+        };
+        // SAFETY: access(2) reads a NUL-terminated path we own.
+        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return String::new();
+    };
+    // SAFETY: statvfs(2) writes into a local we own and reads a path we own.
+    let read_only_fs = unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        libc::statvfs(c.as_ptr(), &mut st) == 0 && st.f_flag & libc::ST_RDONLY != 0
+    };
+    if read_only_fs {
+        return " (it is on a read-only file system)".to_string();
+    }
+    if !writable(path) {
+        let mode = std::fs::metadata(path).map_or(0, |m| m.permissions().mode() & 0o7777);
+        return format!(" (its mode is {mode:o})");
+    }
+    if !writable(dir) {
+        return format!(" (its directory {} is not writable)", dir.display());
+    }
+    String::new()
+}
+
+/// A path for an SQLite `file:` URI: `?`, `#` and `%` escaped.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            '%' => out.push_str("%25"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// What a failed write to the store at `path` means for the person: `the disk is full`,
+/// `the store is read-only`. SQLite reports some writes that failed for want of space as
+/// I/O errors: the free space says which.
+pub fn describe_at(e: &rusqlite::Error, path: &Path) -> String {
+    use rusqlite::ErrorCode;
+    let full = matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::SystemIoFailure | ErrorCode::CannotOpen)
+    ) && free_space(path).is_some_and(|free| free < 256 * 1024);
+    if full {
+        format!("the disk is full ({e})")
+    } else {
+        describe(e)
+    }
+}
+
+/// Bytes free for unprivileged users on the file system that holds `path`'s directory.
+fn free_space(path: &Path) -> Option<u64> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statvfs(2) writes into a local we own and reads a path we own.
+    unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        (libc::statvfs(c.as_ptr(), &mut st) == 0).then_some(st.f_bavail as u64 * st.f_frsize as u64)
+    }
+}
+
+/// What a failed write means for the person: `the disk is full`, `the store is read-only`.
+pub fn describe(e: &rusqlite::Error) -> String {
+    use rusqlite::ErrorCode;
+    let what = match e.sqlite_error_code() {
+        Some(ErrorCode::DiskFull) => "the disk is full",
+        Some(ErrorCode::ReadOnly) => "the store is read-only",
+        Some(ErrorCode::PermissionDenied) => "permission denied",
+        Some(ErrorCode::DatabaseCorrupt) => "the store is damaged",
+        Some(ErrorCode::NotADatabase) => "the file is not a session store",
+        Some(ErrorCode::SystemIoFailure) => "the disk could not be written",
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            "another process holds the store locked"
+        }
+        Some(ErrorCode::CannotOpen) => "the store's files cannot be opened",
+        _ => "",
+    };
+    if what.is_empty() {
+        e.to_string()
+    } else {
+        format!("{what} ({e})")
     }
 }
 

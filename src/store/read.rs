@@ -44,6 +44,10 @@ pub struct StoredMessage {
     /// What the person said, when the engine added `!cmd` output to it for the model.
     #[serde(default)]
     pub said: Option<String>,
+    /// A reply whose stream never ended: oi-tui stopped while it came (what is here is
+    /// what had arrived).
+    #[serde(default)]
+    pub partial: bool,
 }
 
 impl StoredMessage {
@@ -85,7 +89,17 @@ pub struct StoredBlock {
     /// Left out of the conversation by /undo or /reset.
     #[serde(default)]
     pub dropped: bool,
+    /// It was running when oi-tui stopped: its end was never recorded, and `tail` holds the
+    /// output that had arrived by then.
+    #[serde(default)]
+    pub interrupted: bool,
 }
+
+/// What is said of a block that was running when oi-tui stopped.
+pub const INTERRUPTED: &str = "interrupted: oi-tui stopped while it ran";
+
+/// Characters of a running block's stored output shown (head and tail) when it is read back.
+const PARTIAL_SHOWN: usize = 64 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredEvent {
@@ -233,7 +247,7 @@ impl Store {
         let session = self.session(id)?;
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT role, content, tool_calls, tool_call_id, created_at, dropped, id, said FROM messages WHERE session_id = ?1 ORDER BY id",
+            "SELECT role, content, tool_calls, tool_call_id, created_at, dropped, id, said, partial FROM messages WHERE session_id = ?1 ORDER BY id",
         )?;
         let messages = stmt
             .query_map([id], |r| {
@@ -247,6 +261,7 @@ impl Store {
                     dropped: r.get::<_, i64>(5)? != 0,
                     id: r.get(6)?,
                     said: r.get(7)?,
+                    partial: r.get::<_, i64>(8)? != 0,
                 })
             })?
             .collect::<Result<_, _>>()?;
@@ -275,9 +290,20 @@ impl Store {
                     state_lost: r.get::<_, i64>(14)? != 0,
                     after_message: r.get(15)?,
                     dropped: r.get::<_, i64>(16)? != 0,
+                    interrupted: false,
                 })
             })?
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<StoredBlock>, _>>()?;
+        let mut blocks = blocks;
+        for b in &mut blocks {
+            let started = matches!(b.decision.as_str(), "run" | "edited" | "user");
+            if started && b.status.is_none() {
+                b.interrupted = true;
+                if b.tail.is_none() {
+                    b.tail = self.partial_output(id, b.block_id)?;
+                }
+            }
+        }
         let mut stmt = conn.prepare_cached(
             "SELECT kind, message, created_at FROM events WHERE session_id = ?1 ORDER BY id",
         )?;
@@ -296,6 +322,37 @@ impl Store {
             blocks,
             events,
         })
+    }
+
+    /// The output a block had printed when oi-tui stopped, as text (escapes stripped, the
+    /// middle cut when long); None when it printed nothing that was stored.
+    fn partial_output(&self, id: &str, block: i64) -> Result<Option<String>, StoreError> {
+        let mut stmt = self.conn().prepare_cached(
+            "SELECT data, skipped FROM partial_output WHERE session_id = ?1 AND block_id = ?2 ORDER BY id",
+        )?;
+        let mut rows = stmt.query(params![id, block])?;
+        let mut capture = crate::exec::TextCapture::new(PARTIAL_SHOWN);
+        let mut any = false;
+        while let Some(row) = rows.next()? {
+            let data: Vec<u8> = row.get(0)?;
+            let skipped: i64 = row.get(1)?;
+            if skipped > 0 {
+                capture.feed(
+                    format!(
+                        "\r\n[… {} not kept …]\r\n",
+                        crate::exec::human_bytes(skipped as u64)
+                    )
+                    .as_bytes(),
+                );
+            }
+            capture.feed(&data);
+            any = true;
+        }
+        if !any {
+            return Ok(None);
+        }
+        let text = capture.finish().text;
+        Ok((!text.trim().is_empty()).then_some(text))
     }
 
     /// The conversation to resume: the messages not dropped by /undo or /reset.

@@ -1,35 +1,154 @@
 //! Writing a session as it happens. The engine hands every history message and every event
-//! to a `Recorder`, whose thread writes each as its own small transaction, so that what is on
-//! screen is on disk a moment later and a `kill -9` costs nothing already shown.
+//! to a `Recorder`, whose thread writes each step as one transaction, so that what is on
+//! screen is on disk a moment later and a `kill -9` costs nothing already shown. What is still
+//! streaming (a reply's text, a running block's output) is written in batches, at least every
+//! 200 ms or 64 KB, so that a `kill -9` loses at most the last fraction of a second.
+//!
+//! Nothing is dropped in silence: a write that fails (a full disk, a read-only or damaged
+//! store) is kept in memory, reported at once to the face (`Event::StoreTrouble`), and tried
+//! again until it succeeds (`Event::StoreRecovered`). Memory for unsaved steps is bounded;
+//! what does not fit is counted and said. `health()` tells a face, at the end, what could
+//! not be saved.
 
-use std::sync::mpsc;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use rusqlite::params;
-
-use super::{Store, now_ms};
-use crate::llm::Message;
-use crate::protocol::{BlockId, Event, TurnEnd};
+use super::Store;
+use super::write::{Live, Writer};
+use crate::llm::{Message, Role};
+use crate::protocol::{BlockId, Event};
 
 pub use crate::secrets::Redactor;
 
+/// Unsaved steps kept in memory, at most (in bytes of text, roughly).
+const PENDING_BYTES: usize = 64 * 1024 * 1024;
+/// First wait before a failed write is tried again; it doubles up to `RETRY_MAX`.
+const RETRY_FIRST: Duration = Duration::from_millis(500);
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
 #[derive(Debug)]
-enum Write {
-    /// A message, and (for a person's message with `!cmd` context added) what they said.
-    Message(Message, Option<String>),
+pub(super) enum Write {
+    /// A message, what the person said (for a person's message with `!cmd` context added),
+    /// and, for a reply, which streamed reply it completes.
+    Message(Message, Option<String>, Option<u64>),
     Event(Event),
     /// Keep the first `messages` of the conversation; mark the rest dropped.
     Truncate(usize),
-    Flush(mpsc::SyncSender<()>),
+}
+
+impl Write {
+    /// Roughly how much memory it holds.
+    fn size(&self) -> usize {
+        match self {
+            Write::Message(m, said, _) => {
+                m.content.len() + said.as_ref().map_or(0, String::len) + 256
+            }
+            Write::Event(Event::ExecFinished { result, .. }) => {
+                result.output.len() * 2 + result.notes.iter().map(String::len).sum::<usize>() + 256
+            }
+            _ => 256,
+        }
+    }
+}
+
+enum Command {
+    Write(Box<Write>),
+    /// Something streamed into the live buffers: write it when the batch is due.
+    Wake,
+    /// Write everything now (retrying what failed once more), then answer with the health.
+    Flush(mpsc::SyncSender<StoreHealth>),
+}
+
+/// How the recording stands.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreHealth {
+    /// Steps that could not be written yet (kept in memory, tried again).
+    pub unsaved: usize,
+    /// Steps that did not fit in memory while the store could not be written: lost.
+    pub lost: usize,
+    /// Why the last write failed; None when the last one succeeded.
+    pub problem: Option<String>,
+    /// The store's file.
+    pub path: String,
+}
+
+impl StoreHealth {
+    /// Everything handed to the recorder is in the store.
+    pub fn all_saved(&self) -> bool {
+        self.unsaved == 0 && self.lost == 0 && self.problem.is_none()
+    }
+
+    /// A sentence for the end of a run: what could not be saved, and where.
+    pub fn summary(&self) -> String {
+        let mut text = format!(
+            "{} of this session could not be saved to {}",
+            steps(self.unsaved + self.lost),
+            self.path
+        );
+        if let Some(problem) = &self.problem {
+            text.push_str(&format!(": {problem}"));
+        }
+        if self.lost > 0 {
+            text.push_str(&format!(
+                " ({} did not fit in memory while waiting)",
+                steps(self.lost)
+            ));
+        }
+        text.push('.');
+        text
+    }
+}
+
+fn steps(n: usize) -> String {
+    if n == 1 {
+        "1 step".to_string()
+    } else {
+        format!("{n} steps")
+    }
+}
+
+type Listener = Box<dyn Fn(Event) + Send>;
+
+/// What the recorder shares with its thread.
+pub(super) struct Shared {
+    pub(super) live: Mutex<Live>,
+    /// A `Wake` is on its way: live text needs no other (the channel stays small however
+    /// fast output comes, even while the writer waits on the disk).
+    woken: AtomicBool,
+    health: Mutex<StoreHealth>,
+    listener: Mutex<Option<Listener>>,
+}
+
+impl Shared {
+    fn tell(&self, event: Event) {
+        if let Ok(listener) = self.listener.lock()
+            && let Some(listener) = listener.as_ref()
+        {
+            listener(event);
+        }
+    }
 }
 
 /// Records one session. Writing happens on a thread of its own; a failed write never stops
-/// the session (the next write tries again).
-#[derive(Debug)]
+/// the session: it is reported and tried again (see the module's text).
 pub struct Recorder {
-    tx: mpsc::Sender<Write>,
+    tx: mpsc::Sender<Command>,
     session_id: String,
     /// The id the session's next block gets (after those of a resumed session).
     first_block: BlockId,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("session_id", &self.session_id)
+            .field("first_block", &self.first_block)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Recorder {
@@ -48,33 +167,30 @@ impl Recorder {
         };
         let session_id = resume.unwrap_or_else(new_id);
         let (tx, rx) = mpsc::channel();
-        let id = session_id.clone();
-        std::thread::Builder::new()
+        let shared = Arc::new(Shared {
+            live: Mutex::new(Live::default()),
+            woken: AtomicBool::new(false),
+            health: Mutex::new(StoreHealth {
+                path: store.path().display().to_string(),
+                ..StoreHealth::default()
+            }),
+            listener: Mutex::new(None),
+        });
+        let writer = Writer::new(store, session_id.clone(), redactor);
+        let thread_shared = shared.clone();
+        let started = std::thread::Builder::new()
             .name("session-writer".into())
-            .spawn(move || {
-                let mut writer = Writer {
-                    store,
-                    id,
-                    redactor,
-                    model: String::new(),
-                    cwd: String::new(),
-                    created: false,
-                };
-                writer.created = writer.exists();
-                while let Ok(write) = rx.recv() {
-                    match write {
-                        Write::Flush(done) => {
-                            let _ = done.send(());
-                        }
-                        other => writer.write(other),
-                    }
-                }
-            })
-            .ok();
+            .spawn(move || Keeper::new(writer, thread_shared).run(rx));
+        if let Err(e) = started
+            && let Ok(mut health) = shared.health.lock()
+        {
+            health.problem = Some(format!("the session writer could not start: {e}"));
+        }
         Recorder {
             tx,
             session_id,
             first_block,
+            shared,
         }
     }
 
@@ -88,42 +204,260 @@ impl Recorder {
         self.first_block
     }
 
+    /// Who hears about trouble with the store (`StoreTrouble`, `StoreRecovered`): the
+    /// engine passes them on to its face.
+    pub fn set_listener(&self, listener: impl Fn(Event) + Send + 'static) {
+        if let Ok(mut slot) = self.shared.listener.lock() {
+            *slot = Some(Box::new(listener));
+        }
+    }
+
     pub fn message(&self, message: &Message) {
-        let _ = self.tx.send(Write::Message(message.clone(), None));
+        self.user_message(message, None);
     }
 
     /// A user-role message as the model gets it, and what the person said when that differs:
     /// the engine adds the output of their `!cmd`s to their message, and (for models without
     /// tools) sends block results as a message they did not write at all (`Some("")`).
     pub fn user_message(&self, message: &Message, said: Option<&str>) {
-        let _ = self
-            .tx
-            .send(Write::Message(message.clone(), said.map(str::to_string)));
+        // A reply completes the text that streamed for it (see `Live`).
+        let reply = (message.role == Role::Assistant).then(|| self.live(|l| l.reply_generation()));
+        self.send(Command::Write(Box::new(Write::Message(
+            message.clone(),
+            said.map(str::to_string),
+            reply,
+        ))));
     }
 
     pub fn event(&self, event: &Event) {
-        let keep = !matches!(
-            event,
-            Event::AssistantDelta { .. }
-                | Event::BlockDelta { .. }
-                | Event::ExecOutput { .. }
-                | Event::Usage { .. }
-        );
-        if keep {
-            let _ = self.tx.send(Write::Event(event.clone()));
+        match event {
+            Event::AssistantDelta { text } => {
+                self.live(|l| l.reply_text(text));
+                self.wake();
+            }
+            Event::ExecOutput { block_id, data } => {
+                self.live(|l| l.output(*block_id, data));
+                self.wake();
+            }
+            Event::RequestStarted { .. } => {
+                self.live(|l| l.new_reply());
+            }
+            Event::BlockDelta { .. } | Event::Usage { .. } => {}
+            other => self.send(Command::Write(Box::new(Write::Event(other.clone())))),
         }
     }
 
     pub fn truncate(&self, messages: usize) {
-        let _ = self.tx.send(Write::Truncate(messages));
+        self.send(Command::Write(Box::new(Write::Truncate(messages))));
     }
 
-    /// Waits until everything sent so far is written.
-    pub fn flush(&self) {
+    /// Waits (up to 10 s) until everything sent so far is written, or has failed once more;
+    /// returns how the recording stands.
+    pub fn flush(&self) -> StoreHealth {
         let (done, wait) = mpsc::sync_channel(1);
-        if self.tx.send(Write::Flush(done)).is_ok() {
-            let _ = wait.recv_timeout(std::time::Duration::from_secs(10));
+        if self.tx.send(Command::Flush(done)).is_ok()
+            && let Ok(health) = wait.recv_timeout(Duration::from_secs(10))
+        {
+            return health;
         }
+        self.health()
+    }
+
+    /// How the recording stands now.
+    pub fn health(&self) -> StoreHealth {
+        self.shared
+            .health
+            .lock()
+            .map(|h| h.clone())
+            .unwrap_or_default()
+    }
+
+    fn live<T>(&self, f: impl FnOnce(&mut Live) -> T) -> T {
+        match self.shared.live.lock() {
+            Ok(mut live) => f(&mut live),
+            Err(poisoned) => f(&mut poisoned.into_inner()),
+        }
+    }
+
+    fn wake(&self) {
+        if !self.shared.woken.swap(true, Ordering::AcqRel) {
+            self.send(Command::Wake);
+        }
+    }
+
+    fn send(&self, command: Command) {
+        if self.tx.send(command).is_err() {
+            // The writer is gone: nothing more can be saved. Say so once.
+            if let Ok(mut health) = self.shared.health.lock() {
+                health.unsaved += 1;
+                if health.problem.is_none() {
+                    health.problem = Some("the session writer stopped".to_string());
+                }
+            }
+        }
+    }
+}
+
+/// The writer thread: writes in order, keeps what failed, tries again, and reports.
+struct Keeper {
+    writer: Writer,
+    shared: Arc<Shared>,
+    pending: VecDeque<Write>,
+    pending_bytes: usize,
+    lost: usize,
+    /// Why the last write failed, while writes fail.
+    failing: Option<String>,
+    retry_at: Option<Instant>,
+    backoff: Duration,
+}
+
+impl Keeper {
+    fn new(writer: Writer, shared: Arc<Shared>) -> Keeper {
+        Keeper {
+            writer,
+            shared,
+            pending: VecDeque::new(),
+            pending_bytes: 0,
+            lost: 0,
+            failing: None,
+            retry_at: None,
+            backoff: RETRY_FIRST,
+        }
+    }
+
+    fn run(mut self, rx: mpsc::Receiver<Command>) {
+        loop {
+            let deadline = match (&self.failing, self.retry_at) {
+                (Some(_), at) => at,
+                (None, _) => self.writer.live_due(&self.shared.live),
+            };
+            let command = match deadline {
+                Some(at) => rx.recv_timeout(at.saturating_duration_since(Instant::now())),
+                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match command {
+                Ok(Command::Write(write)) => self.accept(*write),
+                Ok(Command::Wake) => self.shared.woken.store(false, Ordering::Release),
+                Ok(Command::Flush(done)) => {
+                    self.work(true);
+                    let _ = done.send(self.health());
+                    continue;
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.work(true);
+                    return;
+                }
+            }
+            self.work(false);
+        }
+    }
+
+    fn accept(&mut self, write: Write) {
+        // The live output of a block that ended is superseded by its result.
+        if let Write::Event(Event::ExecFinished { block_id, .. }) = &write {
+            self.writer.block_ended(*block_id, &self.shared.live);
+        }
+        let size = write.size();
+        if self.pending_bytes + size > PENDING_BYTES {
+            self.lost += 1;
+            let reason = self.failing.clone().unwrap_or_default();
+            self.report(reason);
+            return;
+        }
+        self.pending_bytes += size;
+        self.pending.push_back(write);
+    }
+
+    /// Writes what waits: the steps in order, then the live text when its batch is due (or
+    /// at once with `force`). While writes fail, only when the retry is due (or forced).
+    fn work(&mut self, force: bool) {
+        if self.failing.is_some() && !force && self.retry_at.is_some_and(|at| Instant::now() < at) {
+            return;
+        }
+        while let Some(write) = self.pending.front() {
+            match self.writer.apply(write) {
+                Ok(()) => {
+                    let size = write.size();
+                    self.pending.pop_front();
+                    self.pending_bytes = self.pending_bytes.saturating_sub(size);
+                }
+                Err(e) => return self.failed(&e),
+            }
+        }
+        let due = force
+            || self.failing.is_some()
+            || self
+                .writer
+                .live_due(&self.shared.live)
+                .is_some_and(|at| at <= Instant::now());
+        if due && let Err(e) = self.writer.write_live(&self.shared.live) {
+            return self.failed(&e);
+        }
+        if self.failing.take().is_some() {
+            self.retry_at = None;
+            self.backoff = RETRY_FIRST;
+            self.set_health(None);
+            let message = if self.lost > 0 {
+                format!(
+                    "The session is being saved again; {} could not be kept while the store failed and are missing from it.",
+                    steps(self.lost)
+                )
+            } else {
+                "The session is being saved again; nothing was lost.".to_string()
+            };
+            self.shared.tell(Event::StoreRecovered { message });
+        }
+    }
+
+    fn failed(&mut self, e: &rusqlite::Error) {
+        let reason = super::describe_at(e, self.writer.path());
+        self.retry_at = Some(Instant::now() + self.backoff);
+        self.backoff = (self.backoff * 2).min(RETRY_MAX);
+        self.report(reason);
+    }
+
+    /// Records the failure, and tells the face when it is new (or its reason changed, or
+    /// steps were lost).
+    fn report(&mut self, reason: String) {
+        let new = self.failing.as_deref() != Some(reason.as_str());
+        let lost_now = self.health().lost != self.lost;
+        self.failing = Some(reason.clone());
+        self.set_health(Some(reason.clone()));
+        if new || lost_now {
+            let health = self.health();
+            let mut message = format!(
+                "The session cannot be saved to {}: {reason}. oi-tui keeps {} in memory and tries again; keep it running until this note goes away.",
+                health.path,
+                steps(health.unsaved.max(1)),
+            );
+            if self.lost > 0 {
+                message.push_str(&format!(
+                    " {} did not fit in memory and are lost.",
+                    steps(self.lost)
+                ));
+            }
+            self.shared.tell(Event::StoreTrouble {
+                message,
+                unsaved: health.unsaved,
+            });
+        }
+    }
+
+    fn set_health(&self, problem: Option<String>) {
+        if let Ok(mut health) = self.shared.health.lock() {
+            health.unsaved = self.pending.len();
+            health.lost = self.lost;
+            health.problem = problem;
+        }
+    }
+
+    fn health(&self) -> StoreHealth {
+        self.shared
+            .health
+            .lock()
+            .map(|h| h.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -146,223 +480,4 @@ fn new_id() -> String {
     };
     let random = uuid::Uuid::new_v4().simple().to_string();
     format!("{stamp}-{}", &random[..6])
-}
-
-struct Writer {
-    store: Store,
-    id: String,
-    redactor: Redactor,
-    model: String,
-    cwd: String,
-    /// The session's row exists (it is made with the first user message).
-    created: bool,
-}
-
-impl Writer {
-    fn exists(&self) -> bool {
-        self.store
-            .conn()
-            .query_row("SELECT 1 FROM sessions WHERE id = ?1", [&self.id], |_| {
-                Ok(())
-            })
-            .is_ok()
-    }
-
-    fn write(&mut self, write: Write) {
-        // A failed write must not end the session; the next one tries again.
-        let _ = match write {
-            Write::Message(m, said) => self.message(&m, said.as_deref()),
-            Write::Event(e) => self.event(&e),
-            Write::Truncate(n) => self.truncate(n),
-            Write::Flush(_) => Ok(()),
-        };
-    }
-
-    fn ensure_session(&mut self, title: &str) -> rusqlite::Result<()> {
-        if self.created {
-            return Ok(());
-        }
-        let now = now_ms();
-        let title: String = title
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .chars()
-            .take(80)
-            .collect();
-        self.store.conn().execute(
-            "INSERT OR IGNORE INTO sessions (id, title, created_at, updated_at, model, cwd) VALUES (?1, ?2, ?3, ?3, ?4, ?5)",
-            params![self.id, self.redactor.clean(title.trim()), now, self.model, self.cwd],
-        )?;
-        self.created = true;
-        Ok(())
-    }
-
-    fn touch(&self) -> rusqlite::Result<()> {
-        self.store.conn().execute(
-            "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
-            params![self.id, now_ms()],
-        )?;
-        Ok(())
-    }
-
-    fn message(&mut self, m: &Message, said: Option<&str>) -> rusqlite::Result<()> {
-        self.ensure_session(said.unwrap_or(&m.content))?;
-        let calls = serde_json::to_string(&m.tool_calls).unwrap_or_else(|_| "[]".into());
-        self.store.conn().execute(
-            "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, created_at, said) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                self.id,
-                role_name(m),
-                self.redactor.clean(&m.content),
-                self.redactor.clean(&calls),
-                m.tool_call_id,
-                now_ms(),
-                said.map(|s| self.redactor.clean(s)),
-            ],
-        )?;
-        self.store.conn().execute(
-            "UPDATE sessions SET messages = messages + 1, updated_at = ?2 WHERE id = ?1",
-            params![self.id, now_ms()],
-        )?;
-        Ok(())
-    }
-
-    fn truncate(&mut self, keep: usize) -> rusqlite::Result<()> {
-        if !self.created {
-            return Ok(());
-        }
-        self.store.conn().execute(
-            "UPDATE messages SET dropped = 1 WHERE session_id = ?1 AND dropped = 0 AND id NOT IN
-                (SELECT id FROM messages WHERE session_id = ?1 AND dropped = 0 ORDER BY id LIMIT ?2)",
-            params![self.id, keep as i64],
-        )?;
-        // Blocks after the last message kept go with the messages (all of them on /reset).
-        self.store.conn().execute(
-            "UPDATE blocks SET dropped = 1 WHERE session_id = ?1 AND dropped = 0 AND (
-                COALESCE(after_message, 0) > ?2 OR ?2 = 0)",
-            params![self.id, self.last_message()?],
-        )?;
-        self.touch()
-    }
-
-    /// The id of the session's last message still in the conversation (0: none).
-    fn last_message(&self) -> rusqlite::Result<i64> {
-        self.store.conn().query_row(
-            "SELECT COALESCE(max(id), 0) FROM messages WHERE session_id = ?1 AND dropped = 0",
-            [&self.id],
-            |r| r.get(0),
-        )
-    }
-
-    fn event(&mut self, event: &Event) -> rusqlite::Result<()> {
-        let conn = self.store.conn();
-        match event {
-            Event::SessionConfigured { model, cwd, .. } => {
-                self.model = model.clone();
-                self.cwd = cwd.clone();
-                if self.created {
-                    conn.execute(
-                        "UPDATE sessions SET model = ?2, cwd = ?3 WHERE id = ?1",
-                        params![self.id, model, cwd],
-                    )?;
-                }
-            }
-            Event::BlockProposed { block, .. } => {
-                self.ensure_session("(untitled)")?;
-                let language = block.language_name();
-                self.store.conn().execute(
-                    "INSERT OR IGNORE INTO blocks (session_id, block_id, language, proposed_code, created_at, after_message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![self.id, block.id as i64, language, self.redactor.clean(&block.code), now_ms(), self.last_message()?],
-                )?;
-            }
-            Event::BlockSkipped { block_id, reason } => {
-                conn.execute(
-                    "UPDATE blocks SET decision = 'skipped', status = 'skipped', skip_reason = ?3, finished_at = ?4 WHERE session_id = ?1 AND block_id = ?2",
-                    params![self.id, *block_id as i64, reason.as_deref().map(|r| self.redactor.clean(r)), now_ms()],
-                )?;
-                conn.execute(
-                    "UPDATE sessions SET blocks_skipped = blocks_skipped + 1, updated_at = ?2 WHERE id = ?1",
-                    params![self.id, now_ms()],
-                )?;
-            }
-            Event::ExecStarted {
-                block_id,
-                language,
-                code,
-                edited,
-            } => {
-                self.ensure_session(&format!("!{code}"))?;
-                let conn = self.store.conn();
-                let code = self.redactor.clean(code);
-                let updated = conn.execute(
-                    "UPDATE blocks SET decision = ?3, edited_code = CASE WHEN ?4 THEN ?5 ELSE edited_code END WHERE session_id = ?1 AND block_id = ?2",
-                    params![self.id, *block_id as i64, if *edited { "edited" } else { "run" }, edited, code],
-                )?;
-                if updated == 0 {
-                    // A command the person ran (`!cmd`).
-                    conn.execute(
-                        "INSERT INTO blocks (session_id, block_id, language, proposed_code, decision, created_at, after_message) VALUES (?1, ?2, ?3, ?4, 'user', ?5, ?6)",
-                        params![self.id, *block_id as i64, language.name(), code, now_ms(), self.last_message()?],
-                    )?;
-                }
-            }
-            Event::ExecFinished { block_id, result } => {
-                let notes: Vec<String> = result
-                    .notes
-                    .iter()
-                    .map(|n| self.redactor.clean(n))
-                    .collect();
-                conn.execute(
-                    "UPDATE blocks SET status = ?3, exit_code = ?4, signal = ?5, duration_ms = ?6, output = ?7, finished_at = ?8, tail = ?9, notes = ?10, state_lost = ?11 WHERE session_id = ?1 AND block_id = ?2",
-                    params![
-                        self.id,
-                        *block_id as i64,
-                        result.status.label(),
-                        result.exit_code,
-                        result.signal,
-                        result.duration.as_millis() as i64,
-                        self.redactor.clean(&result.for_model()),
-                        now_ms(),
-                        self.redactor.clean(&result.output),
-                        serde_json::to_string(&notes).unwrap_or_else(|_| "[]".into()),
-                        result.state_lost,
-                    ],
-                )?;
-                conn.execute(
-                    "UPDATE sessions SET blocks_run = blocks_run + 1, updated_at = ?2 WHERE id = ?1",
-                    params![self.id, now_ms()],
-                )?;
-            }
-            Event::Error { message, .. } => self.note("error", message)?,
-            Event::Notice { message }
-            | Event::RulesChanged { note: message, .. }
-            | Event::SandboxChanged { note: message, .. } => self.note("notice", message)?,
-            Event::TurnFinished {
-                end: TurnEnd::Interrupted,
-            } => self.note("interrupt", "the turn was interrupted")?,
-            Event::HistoryChanged { note, .. } => self.note("history", note)?,
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn note(&self, kind: &str, message: &str) -> rusqlite::Result<()> {
-        if !self.created {
-            return Ok(());
-        }
-        self.store.conn().execute(
-            "INSERT INTO events (session_id, kind, message, created_at) VALUES (?1, ?2, ?3, ?4)",
-            params![self.id, kind, self.redactor.clean(message), now_ms()],
-        )?;
-        self.touch()
-    }
-}
-
-fn role_name(m: &Message) -> &'static str {
-    match m.role {
-        crate::llm::Role::User => "user",
-        crate::llm::Role::Assistant => "assistant",
-        crate::llm::Role::Tool => "tool",
-    }
 }

@@ -13,8 +13,7 @@ use crate::exec::{Language, RunResult, RunStatus};
 use crate::protocol::{BlockId, Event, ProposedBlock};
 
 /// The note on a block that was running when oi-tui stopped.
-pub const UNFINISHED: &str =
-    "oi-tui stopped while this block was running; its end was not recorded.";
+pub const UNFINISHED: &str = "interrupted: oi-tui stopped while it ran; its end was not recorded.";
 
 impl Store {
     /// The events that show session `id` as it was.
@@ -37,7 +36,15 @@ impl Exported {
                     "assistant" if !m.content.trim().is_empty() => {
                         events.push(Event::AssistantMessage {
                             text: m.content.clone(),
-                        })
+                        });
+                        if m.partial {
+                            events.push(Event::Notice {
+                                message: format!(
+                                    "The reply above is partial: {}.",
+                                    super::export::PARTIAL_REPLY
+                                ),
+                            });
+                        }
                     }
                     _ => {}
                 },

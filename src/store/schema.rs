@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// The schema this oi-tui writes.
-pub const CURRENT: i64 = 3;
+pub const CURRENT: i64 = 4;
 
 /// Version 1: sessions, messages, blocks, and events (errors and interrupts).
 const V1: &str = "
@@ -113,7 +113,24 @@ UPDATE blocks SET after_message = (
 );
 ";
 
-const MIGRATIONS: [&str; 3] = [V1, V2, V3];
+/// Version 4: what was on screen before a step finished, written as it arrives so that a
+/// `kill -9` loses at most the last fraction of a second: a running block's output in
+/// chunks (deleted when its result is written), and a reply while it streams (a message
+/// row marked partial, completed in place).
+const V4: &str = "
+CREATE TABLE partial_output (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    block_id INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    -- Bytes left out just before this chunk (the middle of a very long output).
+    skipped INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX partial_output_block ON partial_output (session_id, block_id, id);
+ALTER TABLE messages ADD COLUMN partial INTEGER NOT NULL DEFAULT 0;
+";
+
+const MIGRATIONS: [&str; 4] = [V1, V2, V3, V4];
 
 /// The store's schema version: 0 for an empty database. Fails on a file that is not a
 /// database, or a database that is not an oi-tui store.

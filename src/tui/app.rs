@@ -213,6 +213,8 @@ pub struct App {
     pub last_typed: Option<Instant>,
     /// The message being written while the input takes a reason for a skip.
     pub draft: Option<TextArea<'static>>,
+    /// The session store cannot be written: why (shown in the status bar until it can).
+    pub store_trouble: Option<String>,
 }
 
 /// Someone who typed this recently is still typing: a block that arrives leaves them be.
@@ -265,6 +267,7 @@ impl App {
             wide: true,
             tab_areas: Vec::new(),
             retry_entry: None,
+            store_trouble: None,
             output_shown: false,
             last_typed: None,
             draft: None,
@@ -595,6 +598,16 @@ impl App {
                 self.tokens.1 += completion_tokens;
             }
             Event::Error { message, .. } => self.chat.push(Entry::Error(message)),
+            Event::StoreTrouble { message, .. } => {
+                if self.store_trouble.is_none() {
+                    self.chat.push(Entry::Error(message.clone()));
+                }
+                self.store_trouble = Some(message);
+            }
+            Event::StoreRecovered { message } => {
+                self.store_trouble = None;
+                self.chat.push(Entry::Notice(message));
+            }
             Event::TurnFinished { end } => {
                 if !self.streaming.trim().is_empty() {
                     let text = std::mem::take(&mut self.streaming);

@@ -244,6 +244,20 @@ pub(super) fn draw_input(frame: &mut Frame, app: &App, area: Rect) {
 }
 
 pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
+    // The session cannot be saved: that stays in view until it can again.
+    if let Some(trouble) = &app.store_trouble {
+        let text = format!(" ⚠ NOT SAVED: {trouble}");
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                text,
+                app.theme
+                    .warning
+                    .add_modifier(Modifier::BOLD | Modifier::REVERSED),
+            )),
+            area,
+        );
+        return;
+    }
     let model = if app.model.is_empty() {
         "no model"
     } else {

@@ -17,6 +17,7 @@ mod sessions;
 mod sessions_browser;
 mod sessions_resume;
 mod signals;
+mod store_faults;
 mod suggest;
 mod support;
 mod terminal;
