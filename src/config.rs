@@ -745,7 +745,7 @@ max_turns = 3
         assert!(
             load_with("timeout = -1\n", FlagSettings::default(), &[])
                 .unwrap_err()
-                .contains("positive")
+                .contains("from 0.001 to")
         );
         let missing = FlagSettings {
             profile: Some("nope".into()),
