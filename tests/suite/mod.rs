@@ -16,6 +16,7 @@ mod sessions;
 mod sessions_browser;
 mod sessions_resume;
 mod suggest;
+mod streaming_limits;
 mod support;
 mod terminal;
 mod tmux;
