@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use crate::llm::args_stream::ArgsStream;
 use crate::llm::{StreamEvent, ToolCall};
 use crate::protocol::Event;
-use crate::secrets::{Redactor, StreamRedactor};
+use crate::secrets::Redactor;
 
 #[derive(Debug, Default, Clone)]
 pub struct Reply {
@@ -108,16 +108,16 @@ const DELTA_MAX: usize = 32 * 1024;
 pub struct Streaming {
     pub reply: Reply,
     redactor: Redactor,
-    /// Per tool call: its redactor, bytes of a character cut by it, and the code not sent
-    /// yet.
+    /// Per tool call: what is not sent yet.
     calls: Vec<CallOut>,
     last_sent: Instant,
 }
 
+#[derive(Default)]
 struct CallOut {
-    redactor: StreamRedactor,
-    carry: Vec<u8>,
     language: Option<String>,
+    /// Code not sent yet, and the end of what was, held back because it may begin a
+    /// secret.
     pending: String,
     /// A delta (or the language) waits to be sent.
     dirty: bool,
@@ -139,18 +139,11 @@ impl Streaming {
         let Some(delta) = self.reply.apply(event) else {
             return (Vec::new(), self.held());
         };
-        while self.calls.len() <= delta.index {
-            self.calls.push(CallOut {
-                redactor: StreamRedactor::new(self.redactor.clone()),
-                carry: Vec::new(),
-                language: None,
-                pending: String::new(),
-                dirty: false,
-            });
+        if self.calls.len() <= delta.index {
+            self.calls.resize_with(delta.index + 1, CallOut::default);
         }
         let call = &mut self.calls[delta.index];
-        let bytes = call.redactor.push(delta.delta.as_bytes());
-        call.pending.push_str(&take_utf8(&mut call.carry, bytes));
+        call.pending.push_str(&delta.delta);
         if delta.language.is_some() && call.language.is_none() {
             call.language = delta.language.map(|l| self.redactor.clean(&l));
         }
@@ -168,53 +161,51 @@ impl Streaming {
 
     /// The code held back, as events (one per call that has some).
     pub fn flush(&mut self) -> Vec<Event> {
+        self.send(false)
+    }
+
+    /// At the end of the stream: everything held back.
+    pub fn finish(&mut self) -> Vec<Event> {
+        self.send(true)
+    }
+
+    fn send(&mut self, end: bool) -> Vec<Event> {
         self.last_sent = Instant::now();
         let mut events = Vec::new();
         for (index, call) in self.calls.iter_mut().enumerate() {
-            if std::mem::take(&mut call.dirty) {
-                events.push(Event::BlockDelta {
-                    index,
-                    language_tag: call.language.clone(),
-                    delta: std::mem::take(&mut call.pending),
-                });
+            if !std::mem::take(&mut call.dirty) {
+                continue;
             }
+            let text = self.redactor.clean(&std::mem::take(&mut call.pending));
+            // The end of it may be the start of a secret whose rest is still to come.
+            let hold = if end {
+                0
+            } else {
+                secret_start(&text, self.redactor.secrets())
+            };
+            let (out, kept) = text.split_at(text.len() - hold);
+            call.pending = kept.to_string();
+            events.push(Event::BlockDelta {
+                index,
+                language_tag: call.language.clone(),
+                delta: out.to_string(),
+            });
         }
         events
     }
-
-    /// At the end of the stream: everything held back, what the redactors kept included.
-    pub fn finish(&mut self) -> Vec<Event> {
-        for call in &mut self.calls {
-            let held = call.redactor.finish();
-            let mut rest = std::mem::take(&mut call.carry);
-            rest.extend(held);
-            if !rest.is_empty() {
-                call.pending.push_str(&String::from_utf8_lossy(&rest));
-                call.dirty = true;
-            }
-        }
-        self.flush()
-    }
 }
 
-/// The text of `bytes` after `carry` (the start of a character cut off last time); the
-/// start of a character cut off at their end is kept in `carry`.
-fn take_utf8(carry: &mut Vec<u8>, bytes: Vec<u8>) -> String {
-    let mut all = std::mem::take(carry);
-    all.extend(bytes);
-    match String::from_utf8(all) {
-        Ok(text) => text,
-        Err(e) => {
-            let valid = e.utf8_error().valid_up_to();
-            // No error length: the bytes end inside a character.
-            let cut = e.utf8_error().error_len().is_none();
-            let mut all = e.into_bytes();
-            if cut {
-                *carry = all.split_off(valid);
-            }
-            String::from_utf8_lossy(&all).into_owned()
-        }
-    }
+/// The length of the longest end of `text` that begins one of `secrets` (and is shorter).
+fn secret_start(text: &str, secrets: &[String]) -> usize {
+    secrets
+        .iter()
+        .filter_map(|secret| {
+            (1..secret.len().min(text.len() + 1))
+                .rev()
+                .find(|&k| secret.is_char_boundary(k) && text.ends_with(&secret[..k]))
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -266,42 +257,54 @@ mod tests {
         let key = "sk-secret-42abcdef";
         let code = format!("print('é{key}')\n").repeat(50);
         let args = serde_json::json!({"language": "python", "code": code}).to_string();
-        let mut s = Streaming::new(Redactor::from_values(vec![key.to_string()]));
-        let mut events = Vec::new();
-        let bytes = args.as_bytes();
-        let mut at = 0;
-        while at < bytes.len() {
-            let mut end = (at + 3).min(bytes.len());
-            while !args.is_char_boundary(end) {
-                end += 1;
+        // Sent when the stream chooses, or after every fragment (the secret then always
+        // arrives cut).
+        for flush_each in [false, true] {
+            let mut s = Streaming::new(Redactor::from_values(vec![key.to_string()]));
+            let mut events = Vec::new();
+            let mut at = 0;
+            while at < args.len() {
+                let mut end = (at + 3).min(args.len());
+                while !args.is_char_boundary(end) {
+                    end += 1;
+                }
+                events.extend(
+                    s.apply(&StreamEvent::ToolCall {
+                        index: 0,
+                        id: None,
+                        name: None,
+                        arguments: args[at..end].to_string(),
+                    })
+                    .0,
+                );
+                if flush_each {
+                    events.extend(s.flush());
+                }
+                at = end;
             }
-            events.extend(
-                s.apply(&StreamEvent::ToolCall {
-                    index: 0,
-                    id: None,
-                    name: None,
-                    arguments: args[at..end].to_string(),
-                })
-                .0,
-            );
-            at = end;
-        }
-        events.extend(s.finish());
-        // Far fewer events than fragments: they are gathered.
-        assert!(events.len() < 20, "{} events", events.len());
-        let mut shown = String::new();
-        for e in &events {
-            let Event::BlockDelta {
-                delta, language_tag, ..
-            } = e
-            else {
-                panic!("{e:?}");
-            };
-            shown.push_str(delta);
-            if !shown.is_empty() {
-                assert_eq!(language_tag.as_deref(), Some("python"));
+            events.extend(s.finish());
+            if !flush_each {
+                // Far fewer events than fragments: they are gathered.
+                assert!(events.len() < 20, "{} events", events.len());
             }
+            let mut shown = String::new();
+            for e in &events {
+                let Event::BlockDelta {
+                    delta, language_tag, ..
+                } = e
+                else {
+                    panic!("{e:?}");
+                };
+                assert!(!delta.contains("sk-"), "{delta:?}");
+                shown.push_str(delta);
+                // The code comes first here: the language once it has come.
+                assert!(language_tag.is_none() || language_tag.as_deref() == Some("python"));
+            }
+            assert!(matches!(
+                events.last(),
+                Some(Event::BlockDelta { language_tag: Some(l), .. }) if l == "python"
+            ));
+            assert_eq!(shown, code.replace(key, crate::secrets::REDACTED));
         }
-        assert_eq!(shown, code.replace(key, crate::secrets::REDACTED));
     }
 }
