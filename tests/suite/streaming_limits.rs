@@ -149,8 +149,9 @@ async fn a_420_kb_tool_call_streams_linearly_to_its_run() {
     // Generous: the debug build on a busy machine (the timed target is in benches/).
     assert!(took < Duration::from_secs(60), "{took:?}");
     // Linear: the transcript is a small multiple of the code, not one copy per fragment.
+    // It holds the code three times (streamed, proposed, started), JSON-escaped.
     assert!(
-        stdout.len() < 3 * code.len() + 100_000,
+        stdout.len() < 4 * code.len(),
         "{} bytes of JSON for {} bytes of code",
         stdout.len(),
         code.len()
