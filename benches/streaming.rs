@@ -111,7 +111,14 @@ fn rss(pid: u32) -> Option<(u64, u64)> {
 fn headless(server: &ModelServer, code: &str) -> (Duration, u64) {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(BIN)
-        .args(["--json", "--task", "big", "--model", "openai/bench", "--api-base"])
+        .args([
+            "--json",
+            "--task",
+            "big",
+            "--model",
+            "openai/bench",
+            "--api-base",
+        ])
         .arg(server.base("openai"))
         .arg("--data-dir")
         .arg(dir.path().join("data"))
@@ -158,7 +165,12 @@ fn workbench(server: &ModelServer) -> (Duration, u64) {
         })
         .unwrap();
     let mut cmd = CommandBuilder::new(BIN);
-    cmd.args(["--model", "openai/bench", "--api-base", &server.base("openai")]);
+    cmd.args([
+        "--model",
+        "openai/bench",
+        "--api-base",
+        &server.base("openai"),
+    ]);
     cmd.arg("--data-dir");
     cmd.arg(dir.path().join("data"));
     cmd.cwd(dir.path());
@@ -216,7 +228,14 @@ fn endless(server: &ModelServer, extra: &[&str]) -> (Duration, Vec<u64>) {
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let mut child = Command::new(BIN)
-        .args(["-y", "--task", "talk", "--model", "openai/bench", "--api-base"])
+        .args([
+            "-y",
+            "--task",
+            "talk",
+            "--model",
+            "openai/bench",
+            "--api-base",
+        ])
         .arg(server.base("openai"))
         .args(extra)
         .arg("--data-dir")

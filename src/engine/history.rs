@@ -24,7 +24,13 @@ pub fn tokens(messages: &[Message]) -> usize {
 /// What to say of a message of `tokens` that does not fit in `budget` tokens of a context
 /// window of `window`, or None when it fits. `set`: the window was configured (else it is
 /// the default, and the model's may be larger).
-pub fn too_large(tokens: usize, bytes: usize, window: usize, budget: usize, set: bool) -> Option<String> {
+pub fn too_large(
+    tokens: usize,
+    bytes: usize,
+    window: usize,
+    budget: usize,
+    set: bool,
+) -> Option<String> {
     if tokens <= budget {
         return None;
     }

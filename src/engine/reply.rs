@@ -249,7 +249,10 @@ mod tests {
         assert_eq!(r.apply(&frag("n")).unwrap().delta, "\n");
         assert_eq!(r.apply(&frag("\", \"language\": \"ba")), None);
         let last = r.apply(&frag("sh\"}")).unwrap();
-        assert_eq!((last.delta.as_str(), last.language.as_deref()), ("", Some("bash")));
+        assert_eq!(
+            (last.delta.as_str(), last.language.as_deref()),
+            ("", Some("bash"))
+        );
     }
 
     #[test]
@@ -290,7 +293,9 @@ mod tests {
             let mut shown = String::new();
             for e in &events {
                 let Event::BlockDelta {
-                    delta, language_tag, ..
+                    delta,
+                    language_tag,
+                    ..
                 } = e
                 else {
                     panic!("{e:?}");

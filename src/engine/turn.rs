@@ -273,8 +273,18 @@ impl Engine {
         let (window, budget) = self.room(&self.system());
         let bytes = text.len() + self.context.iter().map(|c| c.len() + 1).sum::<usize>();
         let tokens = history::tokens(&[Message::user(text)])
-            + self.context.iter().map(|c| history::estimate_tokens(c)).sum::<usize>();
-        history::too_large(tokens, bytes, window, budget, self.config.context_window_set)
+            + self
+                .context
+                .iter()
+                .map(|c| history::estimate_tokens(c))
+                .sum::<usize>();
+        history::too_large(
+            tokens,
+            bytes,
+            window,
+            budget,
+            self.config.context_window_set,
+        )
     }
 
     fn request(&mut self) -> ChatRequest {

@@ -101,8 +101,7 @@ impl ArgsStream {
                     c if c.is_whitespace() => {}
                     '"' => {
                         self.decoder = StrDecoder::default();
-                        self.at = if CODE_FIELDS.contains(&self.key.as_str()) && !self.code_seen
-                        {
+                        self.at = if CODE_FIELDS.contains(&self.key.as_str()) && !self.code_seen {
                             self.code_seen = true;
                             At::Code
                         } else if LANGUAGE_FIELDS.contains(&self.key.as_str())

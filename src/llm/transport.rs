@@ -117,12 +117,10 @@ async fn send_with_retries(
                 let retry_after = retry_after(response.headers());
                 // The start of it is enough to say what went wrong: an endless error page
                 // is not read to its end.
-                let body = tokio::time::timeout(
-                    Duration::from_secs(10),
-                    read_capped(response, 64 * 1024),
-                )
-                .await
-                .unwrap_or_default();
+                let body =
+                    tokio::time::timeout(Duration::from_secs(10), read_capped(response, 64 * 1024))
+                        .await
+                        .unwrap_or_default();
                 // A server may echo the Authorization header back (in a 401 body): the key
                 // never reaches an error message.
                 let body = key_redactor(config).clean(&body);
@@ -329,7 +327,11 @@ pub(crate) fn reply_timeout_error(config: &ProviderConfig) -> LlmError {
             "The reply from {} was cut after {}, the longest one reply may take (reply_timeout = {} in the config file, or --reply-timeout SECS); the part before the cut was kept.",
             where_(config),
             crate::protocol::format_duration(config.reply_timeout),
-            if secs.fract() == 0.0 { format!("{secs:.0}") } else { format!("{secs}") }
+            if secs.fract() == 0.0 {
+                format!("{secs:.0}")
+            } else {
+                format!("{secs}")
+            }
         ),
     )
 }

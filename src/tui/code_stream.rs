@@ -177,7 +177,10 @@ mod tests {
         let mut code = StreamingCode::new(0, Some("python".into()));
         code.push("print(1)\nprint(2)\npri", None);
         let (shown, position) = screen(&code, &theme, 30, 5);
-        assert!(shown.contains(" 1 print(1)") && shown.contains(" 3 pri"), "{shown}");
+        assert!(
+            shown.contains(" 1 print(1)") && shown.contains(" 3 pri"),
+            "{shown}"
+        );
         assert_eq!(position, "");
         for i in 3..200 {
             code.push(&format!("nt({i})\npri"), None);
@@ -185,7 +188,10 @@ mod tests {
         assert_eq!(code.line_count(), 200);
         let (shown, position) = screen(&code, &theme, 30, 5);
         assert!(shown.contains("199 print(199)"), "{shown}");
-        assert!(shown.contains("200 pri") && !shown.contains("print(195)"), "{shown}");
+        assert!(
+            shown.contains("200 pri") && !shown.contains("print(195)"),
+            "{shown}"
+        );
         assert_eq!(position, "lines 196–200 of 200 ↑");
         // A long line wraps with a mark.
         code.push(&"x".repeat(60), None);

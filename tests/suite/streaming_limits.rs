@@ -87,18 +87,27 @@ async fn an_endless_reply_is_cut_at_its_size_and_its_text_kept() {
         "{both}"
     );
     // The text before the cut was shown, and no more than the limit of it.
-    assert!(stdout.contains("Here it goes: and so on, and so on,"), "{stdout}");
+    assert!(
+        stdout.contains("Here it goes: and so on, and so on,"),
+        "{stdout}"
+    );
     assert!(stdout.len() < 400_000, "{} bytes shown", stdout.len());
     assert!(took < Duration::from_secs(60), "{took:?}");
     // The partial reply is in the store.
     let stored = run.stored();
-    assert!(stored.contains("Here it goes: and so on, and so on,"), "{}", &stored[..stored.len().min(2000)]);
+    assert!(
+        stored.contains("Here it goes: and so on, and so on,"),
+        "{}",
+        &stored[..stored.len().min(2000)]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_endless_reply_is_cut_at_its_time() {
     let server = ModelServer::start(vec![
-        Reply::text("Slowly: ").endless().slow(Duration::from_millis(20)),
+        Reply::text("Slowly: ")
+            .endless()
+            .slow(Duration::from_millis(20)),
     ])
     .await;
     let run = Run::new();
@@ -111,9 +120,15 @@ async fn a_slow_endless_reply_is_cut_at_its_time() {
         .await;
     let both = format!("{}\n{}", text(&out.stdout), text(&out.stderr));
     assert_ne!(out.status.code(), Some(0), "{both}");
-    assert!(both.contains("reply_timeout = 2") && both.contains("--reply-timeout"), "{both}");
+    assert!(
+        both.contains("reply_timeout = 2") && both.contains("--reply-timeout"),
+        "{both}"
+    );
     assert!(text(&out.stdout).contains("Slowly: and so on,"), "{both}");
-    assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(30), "{took:?}");
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(30),
+        "{took:?}"
+    );
 }
 
 /// Python code of about `size` bytes that prints `done` and its own line count.
@@ -191,10 +206,7 @@ async fn a_task_too_large_for_the_window_is_refused_with_the_numbers() {
     let server = ModelServer::start(vec![Reply::text("never asked")]).await;
     let run = Run::new();
     let task = "word ".repeat(2 * 1024 * 1024); // 10 MB
-    let mut cmd = run.command(
-        &server,
-        &["-y", "--task", "-", "--context-window", "16384"],
-    );
+    let mut cmd = run.command(&server, &["-y", "--task", "-", "--context-window", "16384"]);
     cmd.stdin(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn");
     let mut stdin = child.stdin.take().expect("stdin");
@@ -209,6 +221,9 @@ async fn a_task_too_large_for_the_window_is_refused_with_the_numbers() {
     let both = format!("{}\n{}", text(&out.stdout), text(&out.stderr));
     assert_ne!(out.status.code(), Some(0), "{both}");
     assert!(both.contains("Not sent"), "{both}");
-    assert!(both.contains("about 26214") && both.contains("16384 tokens"), "{both}");
+    assert!(
+        both.contains("about 26214") && both.contains("16384 tokens"),
+        "{both}"
+    );
     assert!(server.chats().is_empty(), "nothing went to the model");
 }
