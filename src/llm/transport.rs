@@ -510,15 +510,16 @@ pub(crate) async fn read_frames(
                     return Ok(false);
                 };
                 let chunk = chunk.map_err(|e| stream_error(config, &describe_reqwest(&e)))?;
+                // Only the new bytes are searched for line ends, and the lines taken are
+                // removed once a chunk: a long line costs its length, not its square.
+                let mut search = pending.len();
                 pending.extend_from_slice(&chunk);
-                // A line is held whole until its end comes: not past a reply's worth.
-                let cap = max_frame(config);
-                if pending.len() > cap && !pending.contains(&b'\n') {
-                    return Err(frame_too_large(config, cap));
-                }
-                while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
-                    let line: Vec<u8> = pending.drain(..=nl).collect();
-                    let line = String::from_utf8_lossy(&line).trim().to_string();
+                let mut start = 0;
+                while let Some(at) = pending[search..].iter().position(|&b| b == b'\n') {
+                    let end = search + at;
+                    let line = String::from_utf8_lossy(&pending[start..end]).trim().to_string();
+                    start = end + 1;
+                    search = start;
                     if line.is_empty() {
                         continue;
                     }
@@ -528,6 +529,12 @@ pub(crate) async fn read_frames(
                     })? {
                         return Ok(true);
                     }
+                }
+                pending.drain(..start);
+                // A line is held whole until its end comes: not past a reply's worth.
+                let cap = max_frame(config);
+                if pending.len() > cap {
+                    return Err(frame_too_large(config, cap));
                 }
             }
         }

@@ -227,3 +227,42 @@ async fn a_task_too_large_for_the_window_is_refused_with_the_numbers() {
     );
     assert!(server.chats().is_empty(), "nothing went to the model");
 }
+
+/// The workbench appends each delta to the code of its call, a new call starts its own, and
+/// a frame on a block of 420 KB stays cheap while it grows.
+#[test]
+fn the_workbench_appends_deltas_and_draws_a_growing_block_cheaply() {
+    use oi_tui::protocol::Event;
+    use oi_tui::tui::app::Msg;
+    let mut app = super::tui_states::fresh();
+    app.update(Msg::Engine(Event::RequestStarted { round: 1 }));
+    let delta = |index: usize, text: &str| {
+        Msg::Engine(Event::BlockDelta {
+            index,
+            language_tag: Some("python".into()),
+            delta: text.into(),
+        })
+    };
+    app.update(delta(0, "print('first')\n"));
+    app.update(delta(1, "print('sec"));
+    app.update(delta(1, "ond')\n"));
+    let shown = super::tui_states::screen(&mut app, 120, 30);
+    assert!(shown.contains("print('second')") && !shown.contains("first"), "{shown}");
+    // 420 KB, a line at a time, a frame every 1000 lines: the frames together cost little
+    // more than one highlighting pass over the code.
+    let code = big_python(420 * 1024);
+    let started = Instant::now();
+    for (i, line) in code.split_inclusive('\n').enumerate() {
+        app.update(delta(2, line));
+        if i % 1000 == 0 {
+            super::tui_states::screen(&mut app, 120, 30);
+        }
+    }
+    let shown = super::tui_states::screen(&mut app, 120, 30);
+    assert!(shown.contains("print('done'"), "{shown}");
+    assert_eq!(
+        app.streaming_code.as_ref().map(|c| c.code().len()),
+        Some(code.len())
+    );
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+}
