@@ -517,7 +517,9 @@ pub(crate) async fn read_frames(
                 let mut start = 0;
                 while let Some(at) = pending[search..].iter().position(|&b| b == b'\n') {
                     let end = search + at;
-                    let line = String::from_utf8_lossy(&pending[start..end]).trim().to_string();
+                    let line = String::from_utf8_lossy(&pending[start..end])
+                        .trim()
+                        .to_string();
                     start = end + 1;
                     search = start;
                     if line.is_empty() {

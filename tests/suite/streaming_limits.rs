@@ -247,7 +247,10 @@ fn the_workbench_appends_deltas_and_draws_a_growing_block_cheaply() {
     app.update(delta(1, "print('sec"));
     app.update(delta(1, "ond')\n"));
     let shown = super::tui_states::screen(&mut app, 120, 30);
-    assert!(shown.contains("print('second')") && !shown.contains("first"), "{shown}");
+    assert!(
+        shown.contains("print('second')") && !shown.contains("first"),
+        "{shown}"
+    );
     // 420 KB, a line at a time, a frame every 1000 lines: the frames together cost little
     // more than one highlighting pass over the code.
     let code = big_python(420 * 1024);
@@ -264,5 +267,9 @@ fn the_workbench_appends_deltas_and_draws_a_growing_block_cheaply() {
         app.streaming_code.as_ref().map(|c| c.code().len()),
         Some(code.len())
     );
-    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
 }
