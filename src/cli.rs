@@ -90,6 +90,14 @@ pub struct Options {
     /// Times a failed request to the model server is tried again (default 4).
     #[arg(long, value_name = "N")]
     pub max_retries: Option<u32>,
+    /// The most bytes one reply of the model may have; a longer one is cut there, what came
+    /// before it kept (default 4194304, 4 MB).
+    #[arg(long, value_name = "BYTES")]
+    pub max_reply_bytes: Option<u64>,
+    /// Seconds one reply of the model may take; a longer one is cut there, what came before
+    /// it kept (default 1800).
+    #[arg(long, value_name = "SECS")]
+    pub reply_timeout: Option<f64>,
     /// Resume a saved session (an id, any unique prefix of one, or `last`, the default).
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "last")]
     pub resume: Option<String>,
@@ -143,6 +151,8 @@ impl Options {
                 data_dir: self.data_dir.clone(),
                 connect_timeout: self.connect_timeout,
                 idle_timeout: self.idle_timeout,
+                max_reply_bytes: self.max_reply_bytes,
+                reply_timeout: self.reply_timeout,
                 max_output: None,
                 max_retries: self.max_retries,
                 theme: self.theme.clone(),

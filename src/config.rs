@@ -35,6 +35,10 @@ pub struct FileSettings {
     pub connect_timeout: Option<f64>,
     /// Seconds the model server may stay silent mid-reply.
     pub idle_timeout: Option<f64>,
+    /// The most bytes one reply of the model may have (text and code); more is cut.
+    pub max_reply_bytes: Option<u64>,
+    /// Seconds one reply of the model may take at most; a longer one is cut.
+    pub reply_timeout: Option<f64>,
     pub max_output: Option<usize>,
     /// Times a failed request to the model server is tried again.
     pub max_retries: Option<u32>,
@@ -69,6 +73,8 @@ const KEYS: &[&str] = &[
     "data_dir",
     "connect_timeout",
     "idle_timeout",
+    "max_reply_bytes",
+    "reply_timeout",
     "max_output",
     "max_retries",
     "theme",
@@ -130,6 +136,10 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub connect_timeout: Duration,
     pub idle_timeout: Duration,
+    /// The most bytes one reply may have (`max_reply_bytes`, `--max-reply-bytes`).
+    pub max_reply_bytes: usize,
+    /// The longest one reply may take (`reply_timeout`, `--reply-timeout`).
+    pub reply_timeout: Duration,
     pub max_output: usize,
     pub max_retries: u32,
     pub theme: String,
@@ -239,6 +249,8 @@ impl Settings {
                 max_retries: self.max_retries,
                 ..RetryPolicy::default()
             },
+            max_reply_bytes: self.max_reply_bytes,
+            reply_timeout: self.reply_timeout,
         };
         Ok(crate::engine::EngineConfig {
             provider: Some(provider),
@@ -479,6 +491,8 @@ pub fn load(
             .unwrap_or(Duration::from_secs(10)),
         idle_timeout: seconds("idle_timeout", last(&|s| s.idle_timeout))?
             .unwrap_or(Duration::from_secs(300)),
+        max_reply_bytes: reply_bytes(layers.iter().rev().find_map(|s| s.max_reply_bytes))?,
+        reply_timeout: reply_timeout(last(&|s| s.reply_timeout))?,
         max_output: layers
             .iter()
             .rev()
@@ -503,6 +517,36 @@ pub fn load(
         config_path,
         warnings,
     })
+}
+
+/// The smallest and largest reply size that may be configured.
+const REPLY_BYTES: std::ops::RangeInclusive<u64> = 1024..=1024 * 1024 * 1024;
+
+/// `max_reply_bytes`, within its range, or the default.
+fn reply_bytes(value: Option<u64>) -> Result<usize, String> {
+    match value {
+        None => Ok(crate::llm::DEFAULT_MAX_REPLY_BYTES),
+        Some(n) if REPLY_BYTES.contains(&n) => Ok(n as usize),
+        Some(n) => Err(format!(
+            "max_reply_bytes = {n}: give a number of bytes from {} to {} (the default is {})",
+            REPLY_BYTES.start(),
+            REPLY_BYTES.end(),
+            crate::llm::DEFAULT_MAX_REPLY_BYTES
+        )),
+    }
+}
+
+/// `reply_timeout` in seconds, within its range (a second to a week), or the default.
+fn reply_timeout(value: Option<f64>) -> Result<Duration, String> {
+    const WEEK: f64 = 7.0 * 24.0 * 3600.0;
+    match value {
+        None => Ok(crate::llm::DEFAULT_REPLY_TIMEOUT),
+        Some(secs) if (1.0..=WEEK).contains(&secs) => Ok(Duration::from_secs_f64(secs)),
+        Some(secs) => Err(format!(
+            "reply_timeout = {secs}: give a number of seconds from 1 to {WEEK} (the default is {})",
+            crate::llm::DEFAULT_REPLY_TIMEOUT.as_secs()
+        )),
+    }
 }
 
 /// The sandbox asked for by the layers (highest last) and `--safe-mode`.

@@ -65,6 +65,8 @@ fn client(
                 ..RetryPolicy::default()
             }
         },
+        max_reply_bytes: crate::llm::DEFAULT_MAX_REPLY_BYTES,
+        reply_timeout: crate::llm::DEFAULT_REPLY_TIMEOUT,
     };
     match Client::new(config) {
         Ok(client) => Some(client),

@@ -16,6 +16,38 @@ fn message_tokens(m: &Message) -> usize {
             .sum::<usize>()
 }
 
+/// The estimated tokens of these messages.
+pub fn tokens(messages: &[Message]) -> usize {
+    messages.iter().map(message_tokens).sum()
+}
+
+/// What to say of a message of `tokens` that does not fit in `budget` tokens of a context
+/// window of `window`, or None when it fits. `set`: the window was configured (else it is
+/// the default, and the model's may be larger).
+pub fn too_large(
+    tokens: usize,
+    bytes: usize,
+    window: usize,
+    budget: usize,
+    set: bool,
+) -> Option<String> {
+    if tokens <= budget {
+        return None;
+    }
+    let size = format!(
+        "about {tokens} tokens ({bytes} bytes), more than fits in the context window of {window} tokens (about {budget} are left after the system prompt and the room kept for the reply)"
+    );
+    Some(if set {
+        format!(
+            "Not sent: your message is {size}. Shorten it (or give the path of a file instead of its contents), or raise --context-window (context_window in the config file) if the model takes more."
+        )
+    } else {
+        format!(
+            "Your message is {size}, the window assumed when none is set: it is sent whole, and the model may cut it or fail. --context-window (context_window in the config file) sets the model's real window, and then a message too large for it is not sent."
+        )
+    })
+}
+
 /// The messages to send: the newest that fit in `budget` tokens, whole units only (an
 /// assistant message with tool calls travels with its results), starting with a user
 /// message. Returns them and how many were left out.
@@ -105,6 +137,17 @@ mod tests {
                     .any(|c| Some(&c.id) == m.tool_call_id.as_ref())
             })));
         assert_eq!(kept[0].role, Role::User);
+    }
+
+    #[test]
+    fn a_message_too_large_for_the_window_is_named_with_its_numbers() {
+        assert_eq!(too_large(100, 400, 16_384, 12_000, true), None);
+        let refused = too_large(2_621_440, 10_485_760, 16_384, 12_000, true).unwrap();
+        assert!(refused.starts_with("Not sent"), "{refused}");
+        assert!(refused.contains("2621440 tokens") && refused.contains("16384 tokens"));
+        let warned = too_large(50_000, 200_000, 32_768, 24_000, false).unwrap();
+        assert!(warned.contains("sent whole") && warned.contains("--context-window"));
+        assert_eq!(tokens(&[Message::user("x".repeat(400))]), 104);
     }
 
     #[test]

@@ -314,6 +314,8 @@ impl Engine {
                 connect_timeout: Duration::from_secs(10),
                 idle_timeout: Duration::from_secs(300),
                 retry: crate::llm::RetryPolicy::default(),
+                max_reply_bytes: crate::llm::DEFAULT_MAX_REPLY_BYTES,
+                reply_timeout: crate::llm::DEFAULT_REPLY_TIMEOUT,
             },
         };
         if provider.spec.provider != spec.provider {

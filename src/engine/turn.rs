@@ -2,7 +2,7 @@
 //! answers without code or something stops it.
 
 use crate::exec::{Block, Language, RunResult};
-use crate::llm::tool::{self, partial_string_field};
+use crate::llm::tool;
 use crate::llm::{ChatRequest, LlmError, LlmErrorKind, Message, StreamEvent, ToolCall};
 use crate::protocol::{
     ApprovalMode, BlockId, Decision, ErrorKind, Event, Gate, GateAction, Op, ProposedBlock,
@@ -10,7 +10,7 @@ use crate::protocol::{
 };
 
 use super::gate::{declined_text, denied_text};
-use super::reply::Reply;
+use super::reply::{Reply, Streaming};
 use super::{Engine, fences, history, prompt, side_op};
 
 /// How a streamed reply ended.
@@ -42,6 +42,7 @@ struct Outcome {
 
 pub(super) const NO_APPROVAL: &str = "Not run: nobody can approve code here (oi-tui is running without a terminal and without --auto-run). Do not propose more code; say what you would run, and why, instead.";
 const AUTO_ON: &str = "Auto mode is on: the rest of this session's blocks run without asking, except those a rule denies and those that delete outside the workspace, need privileges or change the system.";
+const CUT: &str = "[The reply was cut here: it went past the most one reply may have or take.]";
 const STOPPED: &str = "Not run: the user stopped the turn before this block.";
 
 impl Engine {
@@ -52,6 +53,16 @@ impl Engine {
                 message: "No model is configured, so there is nobody to send this to. Start oi-tui with --model provider/name (or --demo to try it), or type !command to run a shell command yourself.".to_string(),
             });
             return self.finish(TurnEnd::Error);
+        }
+        if let Some(message) = self.too_large(&text) {
+            if message.starts_with("Not sent") {
+                self.emit(Event::Error {
+                    kind: ErrorKind::Config,
+                    message,
+                });
+                return self.finish(TurnEnd::Error);
+            }
+            self.emit(Event::Notice { message });
         }
         let (text, said) = if self.context.is_empty() {
             (text, None)
@@ -104,7 +115,11 @@ impl Engine {
                         round -= 1;
                         continue;
                     }
-                    self.keep_partial(&reply);
+                    if error.kind == LlmErrorKind::TooLong {
+                        self.keep_cut(reply);
+                    } else {
+                        self.keep_partial(&reply);
+                    }
                     self.emit(Event::Error {
                         kind: ErrorKind::Provider,
                         message: error.message,
@@ -200,6 +215,24 @@ impl Engine {
         }
     }
 
+    /// Keeps a reply cut at its size or time limit, marked as cut (for the person, the
+    /// record and the model), with what became of a tool call it was writing.
+    fn keep_cut(&mut self, mut reply: Reply) {
+        let calls = reply.tool_calls(0);
+        if !reply.text.is_empty() {
+            reply.text.push_str("\n\n");
+        }
+        reply.text.push_str(CUT);
+        if let Some(call) = calls.last() {
+            reply.text.push_str(&format!(
+                " An unfinished `{}` call ({} bytes of arguments) was dropped: it did not run.",
+                call.name,
+                call.arguments.len()
+            ));
+        }
+        self.keep_partial(&reply);
+    }
+
     fn fall_back_to_fences(&mut self, error: &LlmError) {
         self.tools = false;
         let Some(client) = &self.client else {
@@ -218,25 +251,65 @@ impl Engine {
         self.emit(Event::Notice { message });
     }
 
-    fn request(&mut self) -> ChatRequest {
-        let system = prompt::system_prompt(
+    fn system(&self) -> String {
+        prompt::system_prompt(
             &self.facts,
             self.tools,
             self.config.system_message.as_deref(),
             self.config.custom_instructions.as_deref(),
-        );
+        )
+    }
+
+    /// The context window, and the tokens of it left for the conversation after the system
+    /// prompt and the room kept for the reply.
+    fn room(&self, system: &str) -> (usize, usize) {
         let window = self.config.context_window as usize;
         let reserve = self
             .config
             .max_tokens
             .map_or(window / 4, |m| m as usize)
             .min(window / 2);
-        let budget = window.saturating_sub(reserve + history::estimate_tokens(&system));
+        let budget = window.saturating_sub(reserve + history::estimate_tokens(system));
+        (window, budget)
+    }
+
+    /// What to say of a message (with the `!cmd` context that goes with it) too large for
+    /// the context window: a refusal ("Not sent…") when the window was configured.
+    fn too_large(&self, text: &str) -> Option<String> {
+        let (window, budget) = self.room(&self.system());
+        let bytes = text.len() + self.context.iter().map(|c| c.len() + 1).sum::<usize>();
+        let tokens = history::tokens(&[Message::user(text)])
+            + self
+                .context
+                .iter()
+                .map(|c| history::estimate_tokens(c))
+                .sum::<usize>();
+        history::too_large(
+            tokens,
+            bytes,
+            window,
+            budget,
+            self.config.context_window_set,
+        )
+    }
+
+    fn request(&mut self) -> ChatRequest {
+        let system = self.system();
+        let (window, budget) = self.room(&system);
         let (messages, dropped) = history::fit(&self.history, budget);
         if dropped > 0 {
             self.emit(Event::Notice {
                 message: format!(
                     "The conversation is longer than the context window ({window} tokens): the {dropped} oldest messages were left out of this request."
+                ),
+            });
+        }
+        let used = history::tokens(&messages);
+        if used > budget && messages.len() > 1 {
+            // The newest exchange alone (a block's results with the call) is too large.
+            self.emit(Event::Notice {
+                message: format!(
+                    "This request is about {used} tokens, more than the context window of {window} tokens leaves for it ({budget}): it is sent whole, and the model may cut it or fail."
                 ),
             });
         }
@@ -261,11 +334,24 @@ impl Engine {
     }
 
     async fn stream_reply(&mut self, request: &ChatRequest) -> Streamed {
-        let mut reply = Reply::default();
         let events = self.events.clone();
         let redactor = self.config.redactor.clone();
         let recorder = self.recorder.clone();
+        // The reply and its code deltas, shared by the stream's callback and the loop below
+        // (which sends the code held back when the interval is over).
+        let streaming = std::sync::Mutex::new(Streaming::new(redactor.clone()));
+        let held = tokio::sync::Notify::new();
+        let send_all = |batch: Vec<Event>| {
+            for event in batch {
+                let _ = events.send(event);
+            }
+        };
         let mut on_event = |event: StreamEvent| {
+            let (due, waiting) = lock(&streaming).apply(&event);
+            send_all(due);
+            if waiting {
+                held.notify_one();
+            }
             match &event {
                 StreamEvent::Text(text) => {
                     let delta = Event::AssistantDelta {
@@ -300,26 +386,27 @@ impl Engine {
                 }
                 StreamEvent::ToolCall { .. } => {}
             }
-            if let Some(index) = reply.apply(&event) {
-                let arguments = reply.arguments(index);
-                if let Some(code) = partial_string_field(arguments, "code") {
-                    let _ = events.send(Event::BlockDelta {
-                        index,
-                        language_tag: partial_string_field(arguments, "language"),
-                        code: redactor.clean(&code),
-                    });
-                }
-            }
         };
         let Some(client) = &self.client else {
-            return Streamed::Interrupted(reply);
+            return Streamed::Interrupted(Reply::default());
         };
         let result = {
             let stream = client.stream(request, &mut on_event);
             tokio::pin!(stream);
+            let mut send_at: Option<tokio::time::Instant> = None;
             loop {
+                let due = send_at.unwrap_or_else(tokio::time::Instant::now);
                 tokio::select! {
                     result = &mut stream => break Some(result),
+                    () = held.notified() => {
+                        send_at.get_or_insert_with(|| {
+                            tokio::time::Instant::now() + super::reply::DELTA_INTERVAL
+                        });
+                    }
+                    () = tokio::time::sleep_until(due), if send_at.is_some() => {
+                        send_at = None;
+                        send_all(lock(&streaming).flush());
+                    }
                     op = self.ops.recv(), if !self.ops_closed => match op {
                         Some(Op::Interrupt) => break None,
                         None => {
@@ -337,6 +424,12 @@ impl Engine {
                 }
             }
         };
+        let mut streaming = match streaming.into_inner() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        send_all(streaming.finish());
+        let reply = streaming.reply;
         match result {
             Some(Ok(())) => Streamed::Complete(reply),
             Some(Err(error)) => Streamed::Failed(reply, error),
@@ -763,4 +856,12 @@ pub(super) fn fenced(tag: &str, code: &str) -> String {
     let longest = code.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     format!("{fence}{tag}\n{code}\n{fence}\n")
+}
+
+/// The stream's state, whoever held the lock before (a panic there loses nothing of it).
+fn lock(streaming: &std::sync::Mutex<Streaming>) -> std::sync::MutexGuard<'_, Streaming> {
+    match streaming.lock() {
+        Ok(s) => s,
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }

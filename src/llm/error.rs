@@ -24,6 +24,8 @@ pub enum LlmErrorKind {
     Stream,
     /// oi-tui could not even build a client (TLS setup, a malformed URL).
     Setup,
+    /// The reply went past the size or time one reply may take, and was cut there.
+    TooLong,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

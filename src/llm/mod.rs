@@ -8,6 +8,7 @@
 //! This module knows nothing of kernels, approval or widgets.
 
 mod anthropic;
+pub mod args_stream;
 mod error;
 mod ollama;
 mod openai;
@@ -160,7 +161,17 @@ pub struct ProviderConfig {
     /// The longest gap allowed between two chunks of a stream (and before the first).
     pub idle_timeout: Duration,
     pub retry: RetryPolicy,
+    /// The most bytes of text and tool-call arguments one reply may have; a reply that goes
+    /// on is cut there (and no single chunk of a stream may be much larger).
+    pub max_reply_bytes: usize,
+    /// The longest one reply may take, from sending the request to its last chunk.
+    pub reply_timeout: Duration,
 }
+
+/// The most bytes one reply may have when nothing else is configured.
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 4 * 1024 * 1024;
+/// The longest one reply may take when nothing else is configured.
+pub const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -291,17 +302,23 @@ impl Client {
         request: &ChatRequest,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<(), LlmError> {
-        match self.config.spec.provider {
-            ProviderKind::OpenAi => {
-                openai::stream(&self.http, &self.config, request, on_event).await
+        let stream = async {
+            match self.config.spec.provider {
+                ProviderKind::OpenAi => {
+                    openai::stream(&self.http, &self.config, request, on_event).await
+                }
+                ProviderKind::Ollama => {
+                    ollama::stream(&self.http, &self.config, request, on_event).await
+                }
+                ProviderKind::Anthropic => {
+                    anthropic::stream(&self.http, &self.config, request, on_event).await
+                }
             }
-            ProviderKind::Ollama => {
-                ollama::stream(&self.http, &self.config, request, on_event).await
-            }
-            ProviderKind::Anthropic => {
-                anthropic::stream(&self.http, &self.config, request, on_event).await
-            }
-        }
+        };
+        // The whole reply, retries and all, within its time (what came stays delivered).
+        tokio::time::timeout(self.config.reply_timeout, stream)
+            .await
+            .unwrap_or_else(|_| Err(transport::reply_timeout_error(&self.config)))
     }
 
     /// The models the server offers.

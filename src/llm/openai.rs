@@ -215,6 +215,8 @@ mod tests {
             connect_timeout: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(1),
             retry: RetryPolicy::default(),
+            max_reply_bytes: crate::llm::DEFAULT_MAX_REPLY_BYTES,
+            reply_timeout: crate::llm::DEFAULT_REPLY_TIMEOUT,
         }
     }
 

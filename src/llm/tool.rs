@@ -1,5 +1,5 @@
-//! The one tool models get, `execute {language, code}`, and reading its arguments, including
-//! while they are still streaming, so that a block's code shows as it is written.
+//! The one tool models get, `execute {language, code}`, and reading its finished arguments
+//! (while they stream, [`super::args_stream`] reads them).
 
 use serde_json::{Value, json};
 
@@ -74,83 +74,9 @@ fn short(s: &str) -> String {
     super::error::shorten(s, 120)
 }
 
-/// Reads a string field from JSON that may still be incomplete (`{"code": "print(1`),
-/// decoding the escapes seen so far. None until the field's value has begun.
-pub fn partial_string_field(json: &str, field: &str) -> Option<String> {
-    let key = format!("\"{field}\"");
-    let mut search = 0;
-    let start = loop {
-        let at = search + json[search..].find(&key)?;
-        let rest = json[at + key.len()..].trim_start();
-        if let Some(after_colon) = rest.strip_prefix(':') {
-            let value = after_colon.trim_start();
-            if let Some(body) = value.strip_prefix('"') {
-                break json.len() - body.len();
-            }
-            return None;
-        }
-        search = at + key.len();
-    };
-    let mut out = String::new();
-    let mut chars = json[start..].chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => return Some(out),
-            '\\' => match chars.next() {
-                Some('n') => out.push('\n'),
-                Some('t') => out.push('\t'),
-                Some('r') => out.push('\r'),
-                Some('b') => out.push('\u{8}'),
-                Some('f') => out.push('\u{c}'),
-                Some('u') => {
-                    let hex: String = chars.by_ref().take(4).collect();
-                    if hex.len() < 4 {
-                        return Some(out);
-                    }
-                    match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
-                        Some(ch) => out.push(ch),
-                        // A surrogate pair: decoded properly once the JSON is complete.
-                        None => out.push('\u{fffd}'),
-                    }
-                }
-                Some(other) => out.push(other),
-                None => return Some(out),
-            },
-            other => out.push(other),
-        }
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn partial_fields_decode_as_they_stream() {
-        let full = r#"{"language": "python", "code": "print(\"hi\")\nx = 1\u00e9"}"#;
-        for cut in 0..full.len() {
-            if !full.is_char_boundary(cut) {
-                continue;
-            }
-            let part = &full[..cut];
-            if let Some(code) = partial_string_field(part, "code") {
-                assert!(
-                    "print(\"hi\")\nx = 1é".starts_with(&code),
-                    "{part:?} -> {code:?}"
-                );
-            }
-        }
-        assert_eq!(
-            partial_string_field(full, "code").as_deref(),
-            Some("print(\"hi\")\nx = 1é")
-        );
-        assert_eq!(
-            partial_string_field(full, "language").as_deref(),
-            Some("python")
-        );
-        assert_eq!(partial_string_field(r#"{"lang"#, "language"), None);
-    }
 
     #[test]
     fn arguments_parse_leniently() {

@@ -122,11 +122,12 @@ async fn send_with_retries(
             Ok(Ok(response)) => {
                 let status = response.status();
                 let retry_after = retry_after(response.headers());
-                let body = tokio::time::timeout(Duration::from_secs(10), response.text())
-                    .await
-                    .ok()
-                    .and_then(Result::ok)
-                    .unwrap_or_default();
+                // The start of it is enough to say what went wrong: an endless error page
+                // is not read to its end.
+                let body =
+                    tokio::time::timeout(Duration::from_secs(10), read_capped(response, 64 * 1024))
+                        .await
+                        .unwrap_or_default();
                 // A server may echo the Authorization header back (in a 401 body): the key
                 // never reaches an error message.
                 let body = key_redactor(config).clean(&body);
@@ -160,6 +161,19 @@ async fn send_with_retries(
         });
         tokio::time::sleep(delay).await;
     }
+}
+
+/// The body's text, up to `cap` bytes (what is past it is not read).
+async fn read_capped(response: reqwest::Response, cap: usize) -> String {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(Ok(chunk)) = chunks.next().await {
+        body.extend_from_slice(&chunk[..chunk.len().min(cap - body.len())]);
+        if body.len() >= cap {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 fn retryable(status: StatusCode) -> bool {
@@ -291,6 +305,66 @@ pub(crate) fn timeout_error(config: &ProviderConfig) -> LlmError {
     )
 }
 
+/// A size in words: `4 MB`, `512 KB`, `900 bytes`.
+fn size_words(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1024 * 1024 && b % (1024 * 1024) == 0 => format!("{} MB", b / (1024 * 1024)),
+        b if b >= 1024 * 1024 => format!("{:.1} MB", b as f64 / (1024.0 * 1024.0)),
+        b if b >= 1024 => format!("{} KB", b / 1024),
+        b => format!("{b} bytes"),
+    }
+}
+
+pub(crate) fn too_long_error(config: &ProviderConfig) -> LlmError {
+    let limit = config.max_reply_bytes;
+    LlmError::new(
+        LlmErrorKind::TooLong,
+        format!(
+            "The reply from {} was cut at {}, the most one reply may have (max_reply_bytes = {limit} in the config file, or --max-reply-bytes); the part before the cut was kept. If the model really needs more, raise the limit; if it went on repeating itself, ask again.",
+            where_(config),
+            size_words(limit)
+        ),
+    )
+}
+
+pub(crate) fn reply_timeout_error(config: &ProviderConfig) -> LlmError {
+    let secs = config.reply_timeout.as_secs_f64();
+    LlmError::new(
+        LlmErrorKind::TooLong,
+        format!(
+            "The reply from {} was cut after {}, the longest one reply may take (reply_timeout = {} in the config file, or --reply-timeout SECS); the part before the cut was kept.",
+            where_(config),
+            crate::protocol::format_duration(config.reply_timeout),
+            if secs.fract() == 0.0 {
+                format!("{secs:.0}")
+            } else {
+                format!("{secs}")
+            }
+        ),
+    )
+}
+
+/// A single chunk of the stream larger than any reply may be: read no further.
+fn frame_too_large(config: &ProviderConfig, size: usize) -> LlmError {
+    LlmError::new(
+        LlmErrorKind::TooLong,
+        format!(
+            "The stream from {} sent a single chunk of over {} without ending it, more than one reply may have (max_reply_bytes = {} in the config file, or --max-reply-bytes); the reply was cut there and the part before it was kept.",
+            where_(config),
+            size_words(size),
+            config.max_reply_bytes
+        ),
+    )
+}
+
+/// The largest frame read: a reply's worth of text, escaped, and some room.
+fn max_frame(config: &ProviderConfig) -> usize {
+    config
+        .max_reply_bytes
+        .saturating_mul(2)
+        .saturating_add(64 * 1024)
+}
+
 pub(crate) fn stream_error(config: &ProviderConfig, what: &str) -> LlmError {
     LlmError::new(
         LlmErrorKind::Stream,
@@ -317,7 +391,36 @@ pub(crate) async fn post_stream(
     mut frame: impl FnMut(&str, &mut (dyn FnMut(StreamEvent) + Send)) -> Result<Flow, LlmError>,
 ) -> Result<bool, LlmError> {
     let response = post_json(http, config, url, headers, body, on_event).await?;
-    read_frames(config, response, framing, |f| frame(&f.data, on_event)).await
+    // The reply's size: its text and tool-call arguments, counted as they are delivered.
+    let limit = config.max_reply_bytes;
+    let mut used = 0usize;
+    read_frames(config, response, framing, |f| {
+        let mut over = false;
+        let flow = {
+            let mut counted = |event: StreamEvent| {
+                if over {
+                    return;
+                }
+                let size = match &event {
+                    StreamEvent::Text(text) => text.len(),
+                    StreamEvent::ToolCall { arguments, .. } => arguments.len(),
+                    StreamEvent::Usage { .. } | StreamEvent::Retrying { .. } => 0,
+                };
+                if used + size > limit {
+                    over = true;
+                    return;
+                }
+                used += size;
+                on_event(event);
+            };
+            frame(&f.data, &mut counted)?
+        };
+        if over {
+            return Err(too_long_error(config));
+        }
+        Ok(flow)
+    })
+    .await
 }
 
 /// Ok when the reply is complete; else the error of a stream that stopped short.
@@ -362,7 +465,18 @@ pub(crate) async fn read_frames(
     let idle = config.idle_timeout;
     match framing {
         Framing::Sse => {
-            let mut events = response.bytes_stream().eventsource();
+            // The event being received is held whole by the parser: its size is watched
+            // before the bytes reach it.
+            let cap = max_frame(config);
+            let mut guard = FrameGuard::default();
+            let bytes = response.bytes_stream().map(move |chunk| match chunk {
+                Ok(bytes) => match guard.take(&bytes, cap) {
+                    Ok(()) => Ok(bytes),
+                    Err(size) => Err(ReadError::TooLarge(size)),
+                },
+                Err(e) => Err(ReadError::Http(describe_reqwest(&e))),
+            });
+            let mut events = bytes.eventsource();
             loop {
                 let next = tokio::time::timeout(idle, events.next())
                     .await
@@ -370,7 +484,12 @@ pub(crate) async fn read_frames(
                 let Some(event) = next else {
                     return Ok(false);
                 };
-                let event = event.map_err(|e| stream_error(config, &e.to_string()))?;
+                let event = event.map_err(|e| match e {
+                    eventsource_stream::EventStreamError::Transport(ReadError::TooLarge(size)) => {
+                        frame_too_large(config, size)
+                    }
+                    other => stream_error(config, &other.to_string()),
+                })?;
                 if let Flow::Done = handle(Frame {
                     event: event.event,
                     data: event.data,
@@ -399,10 +518,18 @@ pub(crate) async fn read_frames(
                     return Ok(false);
                 };
                 let chunk = chunk.map_err(|e| stream_error(config, &describe_reqwest(&e)))?;
+                // Only the new bytes are searched for line ends, and the lines taken are
+                // removed once a chunk: a long line costs its length, not its square.
+                let mut search = pending.len();
                 pending.extend_from_slice(&chunk);
-                while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
-                    let line: Vec<u8> = pending.drain(..=nl).collect();
-                    let line = String::from_utf8_lossy(&line).trim().to_string();
+                let mut start = 0;
+                while let Some(at) = pending[search..].iter().position(|&b| b == b'\n') {
+                    let end = search + at;
+                    let line = String::from_utf8_lossy(&pending[start..end])
+                        .trim()
+                        .to_string();
+                    start = end + 1;
+                    search = start;
                     if line.is_empty() {
                         continue;
                     }
@@ -413,8 +540,67 @@ pub(crate) async fn read_frames(
                         return Ok(true);
                     }
                 }
+                pending.drain(..start);
+                // A line is held whole until its end comes: not past a reply's worth.
+                let cap = max_frame(config);
+                if pending.len() > cap {
+                    return Err(frame_too_large(config, cap));
+                }
             }
         }
+    }
+}
+
+/// Why reading an SSE stream stopped before its parser saw the bytes.
+#[derive(Debug)]
+enum ReadError {
+    Http(String),
+    /// An event grew past this many bytes without ending.
+    TooLarge(usize),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Http(e) => f.write_str(e),
+            ReadError::TooLarge(size) => write!(f, "an event of over {size} bytes"),
+        }
+    }
+}
+
+/// Counts the bytes of the SSE event being received: those since the last empty line
+/// (`\n\n`, `\r\n\r\n` or `\r\r` ends an event).
+#[derive(Debug, Default)]
+struct FrameGuard {
+    /// Bytes of the current event, line ends left out.
+    size: usize,
+    /// The line being read is empty so far.
+    empty_line: bool,
+    /// The last byte was a `\r` (a `\n` after it ends the same line).
+    after_cr: bool,
+}
+
+impl FrameGuard {
+    /// Takes a chunk; Err with the cap when the event grows past `cap` bytes.
+    fn take(&mut self, chunk: &[u8], cap: usize) -> Result<(), usize> {
+        for &b in chunk {
+            match b {
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\n' | b'\r' => {
+                    if self.empty_line {
+                        self.size = 0;
+                    }
+                    self.empty_line = true;
+                    self.after_cr = b == b'\r';
+                }
+                _ => {
+                    self.empty_line = false;
+                    self.after_cr = false;
+                    self.size += 1;
+                }
+            }
+        }
+        if self.size > cap { Err(cap) } else { Ok(()) }
     }
 }
 
@@ -454,6 +640,24 @@ mod tests {
             p.delay(1, Some(Duration::from_secs(60))),
             Duration::from_secs(1)
         );
+    }
+
+    #[test]
+    fn the_frame_guard_counts_the_event_being_received() {
+        let mut g = FrameGuard::default();
+        // Events end at an empty line, whatever the line ends.
+        for ending in ["\n\n", "\r\n\r\n", "\r\r"] {
+            for _ in 0..100 {
+                let event = format!("data: {}{ending}", "x".repeat(50));
+                assert_eq!(g.take(event.as_bytes(), 100), Ok(()), "{ending:?}");
+            }
+        }
+        // Lines of one event add up, and the chunks of one line too.
+        assert_eq!(g.take(b"data: 1234\r\ndata: 5678\r\n", 100), Ok(()));
+        assert_eq!(g.take(&[b'y'; 60], 100), Ok(()));
+        assert_eq!(g.take(&[b'y'; 60], 100), Err(100));
+        assert_eq!(size_words(4 * 1024 * 1024), "4 MB");
+        assert_eq!(size_words(1536), "1 KB");
     }
 
     #[test]

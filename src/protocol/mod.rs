@@ -173,11 +173,14 @@ pub enum Event {
     RequestStarted { round: u32 },
     /// Text from the model, as it streams.
     AssistantDelta { text: String },
-    /// A block's code as it streams (tool-call arguments), before the block is complete.
+    /// More of a block's code as it streams (tool-call arguments), before the block is
+    /// complete: `delta` is the new text only, to be appended to what came before for the
+    /// same `index` (the call's place in the reply) since the `RequestStarted`.
     BlockDelta {
         index: usize,
+        /// The language, once the model has named it whole.
         language_tag: Option<String>,
-        code: String,
+        delta: String,
     },
     /// The model's message is complete.
     AssistantMessage { text: String },

@@ -159,7 +159,7 @@ pub struct App {
     /// The streaming message's rendering, kept between frames.
     pub stream_view: super::stream::StreamView,
     /// A block's code while its tool call streams.
-    pub streaming_code: Option<(Option<String>, String)>,
+    pub streaming_code: Option<super::code_stream::StreamingCode>,
     pub proposed: HashMap<BlockId, ProposedBlock>,
     /// The policy's verdict and the engine's decision for each proposed block.
     pub verdicts: HashMap<BlockId, (crate::protocol::Verdict, crate::protocol::Gate)>,
@@ -374,12 +374,23 @@ impl App {
                 self.in_turn = true;
                 self.busy = Busy::Thinking(Instant::now());
                 self.streaming.clear();
+                self.streaming_code = None;
                 self.retry_entry = None;
             }
             Event::AssistantDelta { text } => self.streaming.push_str(&text),
             Event::BlockDelta {
-                language_tag, code, ..
-            } => self.streaming_code = Some((language_tag, code)),
+                index,
+                language_tag,
+                delta,
+            } => {
+                // Another call of the reply starts its own code.
+                let code = match self.streaming_code.take() {
+                    Some(code) if code.index == index => code,
+                    _ => super::code_stream::StreamingCode::new(index, None),
+                };
+                let code = self.streaming_code.insert(code);
+                code.push(&delta, language_tag);
+            }
             Event::AssistantMessage { text } => {
                 self.streaming.clear();
                 if !text.trim().is_empty() {

@@ -226,7 +226,7 @@ fn wrap_rows(content: &Content<'_>, width: u16) -> (Vec<Line<'static>>, Vec<usiz
 
 /// Cuts a line's spans into pieces of at most `room` columns (a continuation row is two
 /// columns narrower when unnumbered, for its mark).
-fn cut(line: &Line<'static>, room: usize) -> Vec<Vec<Span<'static>>> {
+pub(super) fn cut(line: &Line<'static>, room: usize) -> Vec<Vec<Span<'static>>> {
     let mut pieces = vec![Vec::new()];
     let mut used = 0;
     for span in &line.spans {

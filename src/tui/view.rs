@@ -162,7 +162,7 @@ fn code_height(app: &App, total: u16) -> u16 {
     let lines = match (&app.pending, &app.shown_block, &app.streaming_code) {
         (Some(p), _, _) if p.editor.is_some() => total / 2,
         (Some(p), _, _) => p.content_lines() as u16 + 2,
-        (None, _, Some((_, code))) => code.lines().count() as u16 + 2,
+        (None, _, Some(code)) => code.line_count().min(u16::MAX as usize - 2) as u16 + 2,
         (None, Some((b, _)), _) => b.code.lines().count() as u16 + 2,
         _ => 5,
     };
@@ -393,10 +393,18 @@ fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
         draw_code_content(frame, app, area, title, content, focused);
         return;
     }
-    let (title, code, language) = if let Some((tag, code)) = &app.streaming_code {
-        let language = tag.clone().unwrap_or_default();
-        (format!(" Code · {language} · streaming… "), code, language)
-    } else if let Some((block, label)) = &app.shown_block {
+    if let Some(code) = &app.streaming_code {
+        let language = code.language.clone().unwrap_or_default();
+        let block = pane_block(app, format!(" Code · {language} · streaming… "), focused);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let position = code.draw(frame, inner, &app.theme);
+        if !position.is_empty() {
+            border_note(frame, app, area, format!(" {position} "));
+        }
+        return;
+    }
+    let (title, code, language) = if let Some((block, label)) = &app.shown_block {
         let language = block.language_name().to_string();
         (
             format!(" Code · {language} · {label} "),

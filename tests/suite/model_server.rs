@@ -24,6 +24,10 @@ pub struct Reply {
     /// Send a broken JSON chunk after this many chunks.
     invalid_after: Option<usize>,
     delay: Duration,
+    /// After the scripted chunks, text chunks without end (until the client goes).
+    endless: bool,
+    /// Characters per fragment of a tool call's arguments (default: 5, or 6 for Anthropic).
+    fragment: Option<usize>,
 }
 
 impl Reply {
@@ -73,6 +77,19 @@ impl Reply {
 
     pub fn slow(mut self, delay: Duration) -> Reply {
         self.delay = delay;
+        self
+    }
+
+    /// Text that never ends: after the scripted text, the same chunk again and again, as
+    /// fast as the client reads (or every `slow` delay), never finishing the reply.
+    pub fn endless(mut self) -> Reply {
+        self.endless = true;
+        self
+    }
+
+    /// Tool-call arguments in fragments of `chars` characters.
+    pub fn fragments_of(mut self, chars: usize) -> Reply {
+        self.fragment = Some(chars.max(1));
         self
     }
 }
@@ -231,8 +248,28 @@ impl ModelServer {
                     if !reply.delay.is_zero() {
                         tokio::time::sleep(reply.delay).await;
                     }
+                    // The finishing chunks never come.
+                    let closing = match request.path.as_str() {
+                        "/v1/chat/completions" => 3,
+                        "/api/chat" => 1,
+                        _ => 2,
+                    };
+                    if reply.endless && i + closing >= chunks.len() {
+                        break;
+                    }
                     stream.write_all(chunk.as_bytes()).await?;
                     stream.flush().await?;
+                }
+                if reply.endless {
+                    let piece = endless_chunk(&request.path);
+                    let burst = piece.repeat(if reply.delay.is_zero() { 64 } else { 1 });
+                    loop {
+                        if !reply.delay.is_zero() {
+                            tokio::time::sleep(reply.delay).await;
+                        }
+                        // Ends when the client closes the connection.
+                        stream.write_all(burst.as_bytes()).await?;
+                    }
                 }
                 stream.shutdown().await
             }
@@ -303,6 +340,25 @@ async fn respond_json(stream: &mut TcpStream, code: u16, body: &Value) -> std::i
     stream.shutdown().await
 }
 
+/// One chunk of endless text in the API of `path`.
+fn endless_chunk(path: &str) -> String {
+    let text = "and so on, ";
+    match path {
+        "/v1/chat/completions" => format!(
+            "data: {}\r\n\r\n",
+            json!({"id": "c1", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+        ),
+        "/api/chat" => format!(
+            "{}\n",
+            json!({"model": "m", "message": {"role": "assistant", "content": text}, "done": false})
+        ),
+        _ => format!(
+            "event: content_block_delta\ndata: {}\n\n",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}})
+        ),
+    }
+}
+
 fn arguments(language: &str, code: &str) -> String {
     json!({"language": language, "code": code}).to_string()
 }
@@ -329,7 +385,7 @@ fn openai_chunks(reply: &Reply) -> Vec<String> {
     for (i, (language, code)) in reply.tools.iter().enumerate() {
         let id = format!("call_{i}");
         chunks.push(sse(json!({"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": "execute", "arguments": ""}}]}}]})));
-        for piece in fragments(&arguments(language, code), 5) {
+        for piece in fragments(&arguments(language, code), reply.fragment.unwrap_or(5)) {
             chunks.push(sse(json!({"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": "execute", "arguments": piece}}]}}]})));
         }
     }
@@ -383,7 +439,7 @@ fn anthropic_chunks(reply: &Reply) -> Vec<String> {
     }
     for (i, (language, code)) in reply.tools.iter().enumerate() {
         chunks.push(sse("content_block_start", json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": format!("toolu_{i}"), "name": "execute", "input": {}}})));
-        for piece in fragments(&arguments(language, code), 6) {
+        for piece in fragments(&arguments(language, code), reply.fragment.unwrap_or(6)) {
             chunks.push(sse("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}})));
         }
         chunks.push(sse(

@@ -83,6 +83,8 @@ pub fn engine_config(
             connect_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(30),
             retry: RetryPolicy::default(),
+            max_reply_bytes: oi_tui::llm::DEFAULT_MAX_REPLY_BYTES,
+            reply_timeout: oi_tui::llm::DEFAULT_REPLY_TIMEOUT,
         }),
         tools: true,
         approval: oi_tui::protocol::ApprovalMode::Auto,

@@ -648,7 +648,12 @@ fn snapshot_streaming() {
     app.update(Msg::Engine(Event::BlockDelta {
         index: 0,
         language_tag: Some("python".into()),
-        code: "for i in range(3):\n    pri".into(),
+        delta: "for i in range(3):\n".into(),
+    }));
+    app.update(Msg::Engine(Event::BlockDelta {
+        index: 0,
+        language_tag: Some("python".into()),
+        delta: "    pri".into(),
     }));
     snapshots("streaming", &mut app);
 }
