@@ -2,7 +2,7 @@
 //! or newer file, search, JSON round trips, resume, redaction, and the `sessions` commands.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use oi_tui::llm::Message;
 use oi_tui::protocol::{Event, ProposedBlock};
@@ -84,17 +84,7 @@ async fn kill_9_in_the_middle_of_a_block_loses_no_finished_step() {
         .spawn()
         .unwrap();
     let mut stdout = child.stdout.take().unwrap();
-    let mut seen = String::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !seen.contains("step-two-started") {
-        assert!(Instant::now() < deadline, "{seen}");
-        let mut buf = [0u8; 4096];
-        let n = tokio::io::AsyncReadExt::read(&mut stdout, &mut buf)
-            .await
-            .unwrap();
-        assert!(n > 0, "{seen}");
-        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
+    super::support::read_until(&mut stdout, "step-two-started").await;
     // What is on screen has been handed to the writer; give its thread a moment.
     tokio::time::sleep(Duration::from_millis(300)).await;
     child.start_kill().unwrap();

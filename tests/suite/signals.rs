@@ -29,18 +29,7 @@ async fn after_sigterm_no_new_request_goes_out() {
             .spawn()
             .expect("spawn");
         let mut stdout = child.stdout.take().expect("stdout");
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
-        tokio::time::timeout(Duration::from_secs(30), async {
-            use tokio::io::AsyncReadExt;
-            while !String::from_utf8_lossy(&seen).contains("started") {
-                let n = stdout.read(&mut buf).await.expect("read");
-                assert!(n > 0, "ended early: {}", String::from_utf8_lossy(&seen));
-                seen.extend_from_slice(&buf[..n]);
-            }
-        })
-        .await
-        .expect("the block started");
+        super::support::read_until(&mut stdout, "started").await;
         let pid = child.id().expect("pid") as i32;
         // SAFETY: signalling the process this test started.
         unsafe {

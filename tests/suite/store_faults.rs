@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use oi_tui::store::Store;
 
@@ -195,17 +195,7 @@ async fn kill_9_when(server: &ModelServer, data: &Path, task: &str, needle: &str
         .spawn()
         .unwrap();
     let mut stdout = child.stdout.take().unwrap();
-    let mut seen = String::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !seen.contains(needle) {
-        assert!(Instant::now() < deadline, "{seen}");
-        let mut buf = [0u8; 4096];
-        let n = tokio::io::AsyncReadExt::read(&mut stdout, &mut buf)
-            .await
-            .unwrap();
-        assert!(n > 0, "{seen}");
-        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
+    super::support::read_until(&mut stdout, needle).await;
     // Batches are written at least every 200 ms.
     tokio::time::sleep(Duration::from_millis(400)).await;
     child.start_kill().unwrap();

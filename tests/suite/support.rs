@@ -158,3 +158,23 @@ pub fn started(events: &[serde_json::Value], id: u64) -> bool {
         .iter()
         .any(|e| e["event"] == "exec_started" && e["block_id"] == id)
 }
+
+/// Reads a child's output until `needle` shows (within 30 s); returns what was read.
+pub async fn read_until(stdout: &mut tokio::process::ChildStdout, needle: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut seen = String::new();
+    while !seen.contains(needle) {
+        assert!(std::time::Instant::now() < deadline, "{seen}");
+        let mut buf = [0u8; 4096];
+        let n = tokio::time::timeout(
+            Duration::from_secs(30),
+            tokio::io::AsyncReadExt::read(stdout, &mut buf),
+        )
+        .await
+        .expect("output in time")
+        .expect("read");
+        assert!(n > 0, "ended before {needle:?}: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    seen
+}
