@@ -13,7 +13,8 @@
 //!   parse errors …); an empty block is allowed (it runs nothing);
 //! - otherwise ask. Blocks in other languages are never allowed by command rules (their
 //!   own code is not a command), though a deny rule applies to the commands they run.
-//! - `possibly_denied`: deny rules exist and the block holds something opaque.
+//! - `possibly_denied`: deny rules exist and the block holds something opaque or anything
+//!   else classed "cannot tell" (an unknown program, a script file, awk's `system`, …).
 
 mod analysis;
 pub mod rules;
@@ -104,6 +105,12 @@ impl Policy {
                 .find(|r| r.decision == d)
                 .cloned()
         };
+        let command_of = |d: Decision| {
+            an.commands
+                .iter()
+                .find(|c| c.rule.as_ref().is_some_and(|r| r.decision == d))
+                .cloned()
+        };
         let (decision, rule) = if let Some(r) = rule_of(Decision::Deny) {
             (Decision::Deny, Some(r))
         } else if let Some(r) = rule_of(Decision::Ask) {
@@ -115,14 +122,36 @@ impl Policy {
                     .as_ref()
                     .is_some_and(|r| r.decision == Decision::Allow)
             });
-            if lang == Language::Shell && !an.opaque && !an.unallowable && all_allowed {
+            if lang == Language::Shell
+                && !an.opaque
+                && !an.unallowable
+                && an.redirect_write_at.is_none()
+                && all_allowed
+            {
                 (Decision::Allow, rule_of(Decision::Allow))
             } else {
                 (Decision::Ask, None)
             }
         };
-        let possibly_denied = decision != Decision::Deny && an.opaque && self.rules.has_deny();
+        // Anything the policy cannot see through — opaque code, but also a program it does
+        // not know, a script file, a path it cannot read — may run a denied command.
+        let cannot_tell = an.opaque || classes.contains(&RiskClass::CannotTell);
+        let possibly_denied = decision != Decision::Deny && cannot_tell && self.rules.has_deny();
+        let decided_by = match decision {
+            Decision::Allow => None,
+            d => command_of(d),
+        };
+        let mut allowed_by: Vec<Rule> = Vec::new();
+        if decision == Decision::Allow {
+            for r in an.commands.iter().filter_map(|c| c.rule.as_ref()) {
+                if r.decision == Decision::Allow && !allowed_by.contains(r) {
+                    allowed_by.push(r.clone());
+                }
+            }
+        }
         Verdict {
+            decided_by,
+            allowed_by,
             classes,
             highest,
             decision,
