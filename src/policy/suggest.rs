@@ -7,9 +7,14 @@
 //!
 //! No prefix is proposed, with the reason, when rules cannot allow the block: it is not
 //! shell, it holds something the policy cannot see through, a deny or ask rule matches, it
-//! writes outside the workspace, or a command is one whose rule would allow anything
-//! (`python`, `bash script.sh`, `ssh`, a program from a path inside the project). Every
-//! proposal is checked by judging the block again with the prefixes added.
+//! writes outside the workspace or writes a file through a redirection, or a command is
+//! one whose rule would allow anything (`python`, `bash script.sh`, `ssh`, a program from
+//! a path inside the project) or far more than the block shows: programs whose effect
+//! depends wholly on their arguments and that can write, delete or run commands (`find`,
+//! `sed`, `awk`, `tar`, editors, pagers, `make`, database shells, `cp`, `chmod`, `kill`,
+//! `curl`, …) and subcommands such as `git config`, `docker run`, `npm run`, `pip
+//! install`. No prefix starts with `-`. Every proposal is checked by judging the block
+//! again with the prefixes added.
 
 use super::{Decision, Language, Policy, RuleSource, Suggestion};
 
