@@ -30,11 +30,20 @@ const NOT_PROPOSED: &[(&str, &str)] = &[
     ("cat <<EOF > f.txt\nhello\nEOF\n", "through a redirection"),
     ("ls > f4", "through a redirection"),
     // Programs whose effect depends wholly on their arguments.
-    ("find . -name '*.o' -delete", "find can delete and run commands"),
+    (
+        "find . -name '*.o' -delete",
+        "find can delete and run commands",
+    ),
     ("find / -name x -delete", "find can delete and run commands"),
     ("find . -name x", "find can delete and run commands"),
-    ("sed -i s/a/b/ f", "sed can edit files in place and run commands"),
-    ("sed -n 's/hello/there/p' x", "sed can edit files in place and run commands"),
+    (
+        "sed -i s/a/b/ f",
+        "sed can edit files in place and run commands",
+    ),
+    (
+        "sed -n 's/hello/there/p' x",
+        "sed can edit files in place and run commands",
+    ),
     ("wget http://example.com/x", "wget can download to any file"),
     ("mkfs.ext4 /dev/sdb1", "formats any device"),
     ("dd if=/dev/zero of=/dev/sda", "dd can overwrite any file"),

@@ -127,10 +127,7 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: Cmd, frame: &Frame) {
 /// it gates the block (the caller records the command), or `None` when there is no
 /// command to record (only assignments).
 fn judge_ref(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) -> Option<(Option<Rule>, bool)> {
-    let hijack = cmd
-        .assignments
-        .iter()
-        .find(|(n, _)| is_hijack_var(n));
+    let hijack = cmd.assignments.iter().find(|(n, _)| is_hijack_var(n));
     if let Some((name, _)) = hijack {
         let expl = format!("sets {name}, which changes what the following commands run");
         an.opaque(&expl, &cmd.quoted, cmd.line, frame);
