@@ -105,12 +105,6 @@ impl Policy {
                 .find(|r| r.decision == d)
                 .cloned()
         };
-        let command_of = |d: Decision| {
-            an.commands
-                .iter()
-                .find(|c| c.rule.as_ref().is_some_and(|r| r.decision == d))
-                .cloned()
-        };
         let (decision, rule) = if let Some(r) = rule_of(Decision::Deny) {
             (Decision::Deny, Some(r))
         } else if let Some(r) = rule_of(Decision::Ask) {
@@ -137,21 +131,7 @@ impl Policy {
         // not know, a script file, a path it cannot read — may run a denied command.
         let cannot_tell = an.opaque || classes.contains(&RiskClass::CannotTell);
         let possibly_denied = decision != Decision::Deny && cannot_tell && self.rules.has_deny();
-        let decided_by = match decision {
-            Decision::Allow => None,
-            d => command_of(d),
-        };
-        let mut allowed_by: Vec<Rule> = Vec::new();
-        if decision == Decision::Allow {
-            for r in an.commands.iter().filter_map(|c| c.rule.as_ref()) {
-                if r.decision == Decision::Allow && !allowed_by.contains(r) {
-                    allowed_by.push(r.clone());
-                }
-            }
-        }
         Verdict {
-            decided_by,
-            allowed_by,
             classes,
             highest,
             decision,
