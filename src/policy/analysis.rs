@@ -85,6 +85,12 @@ pub(crate) struct Analysis<'a> {
     /// workspace): the block asks, but it is not opaque.
     pub unallowable: bool,
     pub cwd: Cwd,
+    /// Symbolic links the block made to somewhere outside the workspace (`ln -s ~ hm`):
+    /// a path through one of them (`hm/x`) lies outside.
+    pub links: Vec<String>,
+    /// The finding of the first redirection that writes a file (`ls > f`): the command is
+    /// then more than its program does, so an allow rule for the program cannot allow it.
+    pub redirect_write_at: Option<usize>,
     /// The workspace root, normalised, when it is absolute UTF-8 text.
     root_str: Option<String>,
     /// Read shell with the full parser only (no fast reader): the reference that the
@@ -114,6 +120,8 @@ impl<'a> Analysis<'a> {
             unallowable: false,
             // (Normalised: every use of it normalises what it builds anyway.)
             cwd: Cwd::Known(normalise(root)),
+            links: Vec::new(),
+            redirect_write_at: None,
             full_parser_only: false,
             root_str: root
                 .to_str()
@@ -206,6 +214,15 @@ impl<'a> Analysis<'a> {
     pub fn within(&self, text: &str, dynamic: bool, tilde: bool, root_ok: bool) -> bool {
         if dynamic || tilde {
             return false;
+        }
+        if !self.links.is_empty() {
+            let t = text.trim_start_matches("./");
+            if self.links.iter().any(|l| {
+                t.strip_prefix(l.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+            }) {
+                return false;
+            }
         }
         // The same lexical rule on strings, without building paths (the common case).
         if let Some(root) = &self.root_str {

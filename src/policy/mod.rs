@@ -13,7 +13,8 @@
 //!   parse errors …); an empty block is allowed (it runs nothing);
 //! - otherwise ask. Blocks in other languages are never allowed by command rules (their
 //!   own code is not a command), though a deny rule applies to the commands they run.
-//! - `possibly_denied`: deny rules exist and the block holds something opaque.
+//! - `possibly_denied`: deny rules exist and the block holds something opaque or anything
+//!   else classed "cannot tell" (an unknown program, a script file, awk's `system`, …).
 
 mod analysis;
 pub mod rules;
@@ -115,13 +116,21 @@ impl Policy {
                     .as_ref()
                     .is_some_and(|r| r.decision == Decision::Allow)
             });
-            if lang == Language::Shell && !an.opaque && !an.unallowable && all_allowed {
+            if lang == Language::Shell
+                && !an.opaque
+                && !an.unallowable
+                && an.redirect_write_at.is_none()
+                && all_allowed
+            {
                 (Decision::Allow, rule_of(Decision::Allow))
             } else {
                 (Decision::Ask, None)
             }
         };
-        let possibly_denied = decision != Decision::Deny && an.opaque && self.rules.has_deny();
+        // Anything the policy cannot see through — opaque code, but also a program it does
+        // not know, a script file, a path it cannot read — may run a denied command.
+        let cannot_tell = an.opaque || classes.contains(&RiskClass::CannotTell);
+        let possibly_denied = decision != Decision::Deny && cannot_tell && self.rules.has_deny();
         Verdict {
             classes,
             highest,

@@ -7,9 +7,14 @@
 //!
 //! No prefix is proposed, with the reason, when rules cannot allow the block: it is not
 //! shell, it holds something the policy cannot see through, a deny or ask rule matches, it
-//! writes outside the workspace, or a command is one whose rule would allow anything
-//! (`python`, `bash script.sh`, `ssh`, a program from a path inside the project). Every
-//! proposal is checked by judging the block again with the prefixes added.
+//! writes outside the workspace or writes a file through a redirection, or a command is
+//! one whose rule would allow anything (`python`, `bash script.sh`, `ssh`, a program from
+//! a path inside the project) or far more than the block shows: programs whose effect
+//! depends wholly on their arguments and that can write, delete or run commands (`find`,
+//! `sed`, `awk`, `tar`, editors, pagers, `make`, database shells, `cp`, `chmod`, `kill`,
+//! `curl`, …) and subcommands such as `git config`, `docker run`, `npm run`, `pip
+//! install`. No prefix starts with `-`. Every proposal is checked by judging the block
+//! again with the prefixes added.
 
 use super::{Decision, Language, Policy, RuleSource, Suggestion};
 
@@ -163,7 +168,8 @@ impl Policy {
         let mut an = self.analyse(lang, code, true);
         let views = std::mem::take(&mut an.views);
         let gating = an.gating.clone();
-        let (opaque_at, unallowable_at) = (an.opaque_at, an.unallowable_at);
+        let (opaque_at, unallowable_at, redirect_at) =
+            (an.opaque_at, an.unallowable_at, an.redirect_write_at);
         let verdict = self.finish(an, lang);
         let quote = |i: Option<usize>| {
             i.and_then(|i| verdict.findings.get(i))
@@ -196,6 +202,13 @@ impl Policy {
             return Suggestion::Impossible(format!(
                 "it writes outside the workspace, which command rules never allow{}",
                 quote(unallowable_at)
+            ));
+        }
+        if redirect_at.is_some() {
+            return Suggestion::Impossible(format!(
+                "it writes a file through a redirection, which an allow rule for the program \
+                 alone does not cover{}",
+                quote(redirect_at)
             ));
         }
         let mut prefixes: Vec<String> = Vec::new();
@@ -317,6 +330,14 @@ fn tool_prefix(words: &[String]) -> Result<String, String> {
              question; approve this block instead"
         ));
     }
+    if let Some(why) = too_broad(name, words) {
+        return Err(why);
+    }
+    if name.starts_with('-') {
+        return Err(format!(
+            "\"{name}\" is an option, not a program; approve this block instead"
+        ));
+    }
     if !SUBCOMMAND_TOOLS.contains(&name) {
         return Ok(name.to_string());
     }
@@ -334,7 +355,97 @@ fn tool_prefix(words: &[String]) -> Result<String, String> {
     let end = (j + 1).min(words.len());
     let mut out = vec![name.to_string()];
     out.extend(words[1..end].iter().filter(|w| *w != "--").cloned());
+    if let Some(sub) = words.get(j)
+        && let Some(why) = broad_subcommand(name, &words[1..j], sub)
+    {
+        return Err(why);
+    }
     Ok(out.join(" "))
+}
+
+/// Programs whose effect depends wholly on their arguments and which can write, delete or
+/// run commands: a rule for the name alone would allow all of that. The reason, or `None`.
+fn too_broad(name: &str, _words: &[String]) -> Option<String> {
+    let what = match name {
+        "find" => "can delete and run commands (-delete, -exec)",
+        "sed" => "can edit files in place and run commands (-i, w, e)",
+        "awk" | "gawk" | "mawk" | "nawk" => {
+            "programs can run commands and write files (system, print >)"
+        }
+        "xargs" | "env" | "nohup" | "timeout" | "nice" | "time" | "watch" | "exec" | "command"
+        | "builtin" | "stdbuf" | "setsid" | "ionice" | "chrt" | "taskset" | "strace" | "ltrace"
+        | "flock" | "script" | "parallel" => "runs whatever command it is given",
+        "tar" => "can overwrite any file and run commands (--to-command, --checkpoint-action)",
+        "zip" | "unzip" => "can overwrite files and run commands (unzip -o, zip -TT)",
+        "rsync" | "scp" | "sftp" => {
+            "copies files anywhere, can delete them (--delete) and run commands (-e)"
+        }
+        "vim" | "vi" | "nvim" | "view" | "ex" | "emacs" | "nano" | "ed" => {
+            "can write any file and run commands"
+        }
+        "less" | "more" | "most" | "man" => "can run commands (!) and open an editor (v)",
+        "make" | "cmake" | "ninja" | "meson" | "just" | "rake" | "gradle" | "mvn" | "ant" => {
+            "runs whatever the build files say, and they can change at any time"
+        }
+        "sqlite3" | "psql" | "mysql" | "mariadb" | "mongo" | "mongosh" | "redis-cli" => {
+            "can change or delete any data and run commands (.system, \\!)"
+        }
+        "cp" | "mv" | "dd" | "install" | "ln" | "truncate" | "shred" => "can overwrite any file",
+        "chmod" | "chown" | "chgrp" | "chattr" | "setfacl" => "changes the permissions of any file",
+        "kill" | "pkill" | "killall" => "can stop any process",
+        "curl" | "wget" | "aria2c" | "nc" | "ncat" | "netcat" | "socat" | "telnet" | "ftp" => {
+            "can download to any file and send any data anywhere"
+        }
+        "iptables" | "ip6tables" | "nft" | "ufw" | "mount" | "umount" | "crontab" | "sysctl"
+        | "fdisk" | "parted" => "changes the system in whatever way its arguments say",
+        "npx" | "bunx" | "pnpx" => "downloads and runs any package",
+        "trap" | "eval" | "source" | "." | "alias" | "hash" => "changes or runs other commands",
+        n if n.starts_with("mkfs") => "formats any device",
+        _ => return None,
+    };
+    Some(format!(
+        "{name} {what}: a rule for it would allow those too; approve this block instead"
+    ))
+}
+
+/// Subcommands whose rule would allow far more than the block shown (`git config`,
+/// `docker run`, `npm run`, `pip install`), or global options that do (`git -c`).
+fn broad_subcommand(tool: &str, options: &[String], sub: &str) -> Option<String> {
+    let what = match (tool, sub) {
+        ("git", _)
+            if options
+                .iter()
+                .any(|o| o == "-c" || o.starts_with("--config-env")) =>
+        {
+            "git -c can set options that run commands (core.pager, alias.*)"
+        }
+        ("git", "config") => "git config can set options that run commands (core.pager, alias.*)",
+        ("docker" | "podman" | "nerdctl", "run" | "exec" | "compose" | "build" | "cp") => {
+            "runs any command in a container, with whatever it mounts"
+        }
+        ("kubectl", "run" | "exec" | "apply" | "delete" | "debug" | "cp" | "create" | "patch") => {
+            "runs or changes anything in the cluster"
+        }
+        ("npm" | "yarn" | "pnpm" | "bun", "run" | "exec" | "x" | "dlx" | "test" | "start") => {
+            "runs whatever the package's scripts say, and they can change"
+        }
+        ("npm" | "yarn" | "pnpm" | "bun", "install" | "i" | "add" | "ci") => {
+            "installing packages runs their install scripts"
+        }
+        (
+            "pip" | "pip3" | "pipx" | "uv" | "poetry" | "gem" | "conda" | "mamba",
+            "install" | "add" | "run" | "pip",
+        ) => "installing packages runs their build and install code",
+        ("cargo", "run" | "install" | "build" | "test" | "bench") => {
+            "runs build scripts and programs of the project, which can change"
+        }
+        ("go", "run" | "generate" | "install") => "runs programs of the project, which can change",
+        _ => return None,
+    };
+    Some(format!(
+        "{tool} {sub}: {what}, so a rule for it would allow those too; approve this block \
+         instead"
+    ))
 }
 
 #[cfg(test)]
@@ -371,8 +482,8 @@ mod tests {
             ["ls", "git log"]
         );
         assert_eq!(
-            prefixes(&p, "/usr/bin/cargo +nightly build"),
-            ["cargo +nightly build"]
+            prefixes(&p, "/usr/bin/cargo +nightly fmt"),
+            ["cargo +nightly fmt"]
         );
         assert_eq!(
             prefixes(&p, "git -C sub push"),
@@ -382,7 +493,10 @@ mod tests {
             prefixes(&p, "sudo apt install x"),
             ["sudo apt install", "apt install"]
         );
-        assert_eq!(prefixes(&p, "nice -n 5 make -C b test"), ["make -C b test"]);
+        assert_eq!(
+            prefixes(&p, "nice -n 5 git -C b log"),
+            ["git -C b log", "git log"]
+        );
         assert_eq!(prefixes(&p, "cat f | grep x"), ["cat", "grep"]);
         assert_eq!(prefixes(&p, "bash -c 'ls'"), ["ls"]);
     }
@@ -433,6 +547,8 @@ mod tests {
         assert!(w.contains("./build.sh"), "{w}");
         let w = why("bash", "[ -f x ] && ls");
         assert!(w.contains("cannot be allowed by a rule"), "{w}");
+        let w = why("bash", "ls > f4");
+        assert!(w.contains("redirection") && w.contains("f4"), "{w}");
         let mut r = Rules::new();
         r.add(Decision::Ask, "git commit", RuleSource::Project)
             .unwrap();
@@ -441,5 +557,49 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert!(w.contains("cannot override an ask rule"), "{w}");
+    }
+
+    #[test]
+    fn programs_that_can_do_anything_with_their_arguments_are_not_proposed() {
+        let p = policy(&[], &[]);
+        let cases = [
+            ("find . -name x", "find can delete and run commands"),
+            ("sed -n 1p f", "sed can edit"),
+            ("awk '{print $1}' f", "awk programs can run"),
+            ("tar tf x.tar", "tar can overwrite"),
+            ("vim f", "vim can write any file"),
+            ("less f", "less can run commands"),
+            ("make build", "make runs whatever the build files say"),
+            ("sqlite3 db .tables", "sqlite3 can change"),
+            ("cp a b", "cp can overwrite"),
+            ("chmod +x a", "chmod changes the permissions"),
+            ("kill 12", "kill can stop any process"),
+            ("curl https://example.com", "curl can download"),
+            ("git config user.name x", "git config can set options"),
+            ("git -c core.pager=less log", "git -c can set a command"),
+            ("docker run alpine ls", "runs any command in a container"),
+            ("npm run build", "package's scripts"),
+            ("pip install x", "installing packages"),
+            ("npx cowsay hi", "npx downloads and runs any package"),
+        ];
+        for (code, want) in cases {
+            match p.suggest_allow("bash", code) {
+                Suggestion::Impossible(w) => assert!(w.contains(want), "{code:?}: {w}"),
+                other => panic!("{code:?}: {other:?}"),
+            }
+        }
+        // Narrow tools are still proposed, and never as an option.
+        assert_eq!(prefixes(&p, "git log -3"), ["git log"]);
+        assert_eq!(prefixes(&p, "wc -l f"), ["wc"]);
+        for code in [
+            "ls -la",
+            "git -C sub status",
+            "sudo -n apt list",
+            "cat f | sort -u",
+        ] {
+            for pre in prefixes(&p, code) {
+                assert!(!pre.starts_with('-'), "{code:?}: {pre:?}");
+            }
+        }
     }
 }

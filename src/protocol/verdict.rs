@@ -147,17 +147,62 @@ impl Verdict {
         self.classes.contains(&class)
     }
 
-    /// The finding behind the headline: the first finding of the highest class.
+    /// The command the deciding rule matched (for a denied block, the denied command):
+    /// the first command whose own rule has the block's decision.
+    pub fn decided_by(&self) -> Option<&SimpleCommand> {
+        if self.decision == Decision::Allow {
+            return None;
+        }
+        self.commands
+            .iter()
+            .find(|c| c.rule.as_ref().is_some_and(|r| r.decision == self.decision))
+    }
+
+    /// For an allowed block: every allow rule used, distinct, in order of use.
+    pub fn allowed_by(&self) -> Vec<&Rule> {
+        let mut out: Vec<&Rule> = Vec::new();
+        if self.decision != Decision::Allow {
+            return out;
+        }
+        for r in self.commands.iter().filter_map(|c| c.rule.as_ref()) {
+            if r.decision == Decision::Allow && !out.contains(&r) {
+                out.push(r);
+            }
+        }
+        out
+    }
+
+    /// The finding behind the headline: for a denied block, the most severe finding
+    /// about the denied command; otherwise the first finding of the highest class.
     pub fn headline(&self) -> Option<&Finding> {
+        if self.decision == Decision::Deny
+            && let Some(c) = self.decided_by()
+        {
+            return self
+                .findings
+                .iter()
+                .filter(|f| f.line == c.line && f.quoted == c.quoted)
+                .max_by_key(|f| f.class);
+        }
         self.findings.iter().find(|f| f.class == self.highest)
     }
 
     /// One line for a status or approval panel:
-    /// `rm -rf build/ — deletes a directory tree (line 3)`.
+    /// `rm -rf build/ — deletes a directory tree (line 3)`. For a denied block it quotes
+    /// the command the deny rule matched.
     pub fn summary(&self) -> String {
-        match self.headline() {
-            Some(f) => f.summary(),
-            None => self.highest.label().to_string(),
+        match (self.headline(), self.decided_by()) {
+            (Some(f), _) => f.summary(),
+            (None, Some(c)) if self.decision == Decision::Deny => {
+                let rule = self.rule.as_ref().map(|r| r.text.as_str()).unwrap_or("");
+                format!(
+                    "{} — matches the deny rule \"{}\" (line {})",
+                    one_line(&c.quoted),
+                    rule,
+                    c.line
+                )
+            }
+            _ => self.highest.label().to_string(),
         }
     }
 
@@ -169,6 +214,25 @@ impl Verdict {
         };
         match (self.decision, &self.rule) {
             (Decision::Deny, Some(r)) => format!("denied by rule \"{}\" in {}", r.text, origin(r)),
+            (Decision::Allow, Some(r)) if self.allowed_by().len() > 1 => {
+                let used = self.allowed_by();
+                let same = used.iter().all(|a| a.source == r.source);
+                let names: Vec<String> = used
+                    .iter()
+                    .map(|a| {
+                        if same {
+                            format!("\"{}\"", a.text)
+                        } else {
+                            format!("\"{}\" ({})", a.text, origin(a))
+                        }
+                    })
+                    .collect();
+                if same {
+                    format!("allowed by rules {} in {}", names.join(", "), origin(r))
+                } else {
+                    format!("allowed by rules {}", names.join(", "))
+                }
+            }
             (Decision::Allow, Some(r)) => {
                 format!("allowed by rule \"{}\" in {}", r.text, origin(r))
             }

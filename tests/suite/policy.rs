@@ -115,8 +115,8 @@ pub(crate) const SHELL: &[Row] = &[
     ),
     ("find . -exec rm {} \\;", Deletes, Deny, false),
     ("find . -name x", ReadOnly, Ask, false),
-    ("echo hi > out.txt", WritesFiles, Allow, false),
-    ("ls >| out", WritesFiles, Allow, false),
+    ("echo hi > out.txt", WritesFiles, Ask, false),
+    ("ls >| out", WritesFiles, Ask, false),
     ("echo x >> ~/.bashrc", WritesFiles, Ask, false),
     ("echo x > /etc/hosts", ChangesSystem, Ask, false),
     ("ls &> /etc/log", ChangesSystem, Ask, false),
@@ -130,7 +130,7 @@ pub(crate) const SHELL: &[Row] = &[
         Deny,
         false,
     ),
-    ("cat <<EOF > f.txt\nhello\nEOF\n", WritesFiles, Allow, false),
+    ("cat <<EOF > f.txt\nhello\nEOF\n", WritesFiles, Ask, false),
     ("bash <<EOF\nrm $X\nEOF\n", CannotTell, Ask, true),
     ("bash <<< 'rm x'", Deletes, Deny, false),
     ("{ ls; rm x; }", Deletes, Deny, false),
@@ -176,8 +176,8 @@ pub(crate) const SHELL: &[Row] = &[
     ("sed -i s/a/b/ f", WritesFiles, Ask, false),
     ("shred secret", Deletes, Ask, false),
     ("git clean -fdx", Deletes, Ask, false),
-    ("./ls", CannotTell, Ask, false),
-    ("my-tool --flag", CannotTell, Ask, false),
+    ("./ls", CannotTell, Ask, true),
+    ("my-tool --flag", CannotTell, Ask, true),
     ("strace -f rm -rf x", CannotTell, Deny, false),
     ("flock /tmp/lock git push", CannotTell, Deny, false),
     ("watch -n 1 rm x", Deletes, Deny, false),
@@ -222,6 +222,74 @@ pub(crate) const SHELL: &[Row] = &[
         false,
     ),
     ("", ReadOnly, Allow, false),
+    // Anything classed "cannot tell" is possibly denied while deny rules exist.
+    ("awk 'BEGIN{system(\"rm f\")}'", CannotTell, Ask, true),
+    ("script -qc 'rm f' /dev/null", CannotTell, Ask, true),
+    (
+        "printf 'all:\\n\\trm f\\n' > mk; make -f mk",
+        CannotTell,
+        Ask,
+        true,
+    ),
+    ("printf 'rm f\\n' > s.sh; bash s.sh", CannotTell, Ask, true),
+    ("cp /bin/rm ./del; ./del f", CannotTell, Ask, true),
+    ("ln -s /bin/rm rmx; ./rmx f", CannotTell, Ask, true),
+    // Rebinding names, options with values, sed's `e`, variables that run commands.
+    ("hash -p /bin/rm ls; ls f", CannotTell, Ask, true),
+    ("hash -r; ls", ReadOnly, Ask, false),
+    // Narrow read-only tools (each gets an "always allow" proposal).
+    ("git log --oneline -5", ReadOnly, Ask, false),
+    ("wc -l README.md", ReadOnly, Ask, false),
+    ("grep -rn TODO src", ReadOnly, Ask, false),
+    ("sort -u names.txt", ReadOnly, Ask, false),
+    ("du -sh .", ReadOnly, Ask, false),
+    ("git diff --stat", ReadOnly, Ask, false),
+    ("head -n 5 f | tail -n 2", ReadOnly, Ask, false),
+    ("systemctl status nginx", ReadOnly, Ask, false),
+    ("date; uname -a", ReadOnly, Ask, false),
+    (
+        "xargs -a <(echo f) rm",
+        DeletesOutsideWorkspace,
+        Deny,
+        false,
+    ),
+    (
+        "xargs -n 1 -P 4 -I {} rm {}",
+        DeletesOutsideWorkspace,
+        Deny,
+        false,
+    ),
+    ("sed -n '1e rm f' x", CannotTell, Ask, true),
+    ("sed 's/x/rm f/e' x", CannotTell, Ask, true),
+    ("sed -e 's/a/b/' -e 'e rm f' x", CannotTell, Ask, true),
+    ("sed -n 's/hello/there/p' x", ReadOnly, Ask, false),
+    ("GIT_EXTERNAL_DIFF='rm f' git diff", CannotTell, Ask, true),
+    ("export PAGER='rm f'; git log", CannotTell, Ask, true),
+    (
+        "env GIT_SSH_COMMAND='rm f' git fetch",
+        CannotTell,
+        Ask,
+        true,
+    ),
+    ("EDITOR='rm f' git commit", CannotTell, Ask, true),
+    // Deletes outside the workspace through a link made in the block, or by moving away.
+    (
+        "ln -s ~ hm; rm -rf hm/x",
+        DeletesOutsideWorkspace,
+        Deny,
+        false,
+    ),
+    (
+        "ln -s ~ hm\nrm -rf ./hm/x",
+        DeletesOutsideWorkspace,
+        Deny,
+        false,
+    ),
+    ("mv ~/x ./trash", DeletesOutsideWorkspace, Ask, false),
+    ("mv a.txt b.txt", WritesFiles, Ask, false),
+    // A redirection that writes a file is not allowed by a rule for the program.
+    ("ls > f4", WritesFiles, Ask, false),
+    ("ls 2> /dev/null", ReadOnly, Allow, false),
 ];
 
 const SCRIPTS: &[(&str, &str, RiskClass, Decision, bool)] = &[
@@ -504,6 +572,34 @@ const SCRIPTS: &[(&str, &str, RiskClass, Decision, bool)] = &[
         false,
     ),
     ("r", "# system('rm -rf /')\nprint(1)", ReadOnly, Ask, false),
+    (
+        "python",
+        "__import__('subprocess').run(['rm', 'f'])",
+        CannotTell,
+        Ask,
+        true,
+    ),
+    (
+        "python",
+        "import importlib\nm = importlib.import_module('subprocess')\nm.run(['rm', 'f'])",
+        CannotTell,
+        Ask,
+        true,
+    ),
+    (
+        "python",
+        "import os, shutil\nos.chdir('..')\nshutil.rmtree('home/x')",
+        DeletesOutsideWorkspace,
+        Ask,
+        false,
+    ),
+    (
+        "python",
+        "import os, shutil\nos.chdir('sub')\nshutil.rmtree('x')",
+        Deletes,
+        Ask,
+        false,
+    ),
 ];
 
 fn check(lang: &str, code: &str, class: RiskClass, decision: Decision, pd: bool) -> Option<String> {
@@ -607,6 +703,28 @@ fn summary_quotes_the_command_and_its_line() {
     assert!(v.decision_reason().contains("denied by rule \"rm\""));
     let words: Vec<Vec<String>> = v.commands.iter().map(|c| c.words.clone()).collect();
     assert_eq!(words[2], vec!["rm", "-rf", "build/"]);
+}
+
+#[test]
+fn a_denied_block_quotes_the_denied_command_and_every_allow_rule_is_named() {
+    let p = policy();
+    let v = p.judge("bash", "sudo -n true; env rm f");
+    assert_eq!(v.decision, Decision::Deny);
+    assert_eq!(v.summary(), "env rm f — deletes files (line 1)");
+    let v = p.judge("bash", "watch -n 1 rm f & sleep 2; kill %1");
+    assert_eq!(v.decision, Decision::Deny);
+    assert_eq!(v.summary(), "rm f — deletes files (line 1)");
+    assert_eq!(v.decided_by().map(|c| c.quoted.as_str()), Some("rm f"));
+    let mut rules = Rules::new();
+    for r in ["ls", "rm"] {
+        rules.add(Decision::Allow, r, RuleSource::User).unwrap();
+    }
+    let v = Policy::new(rules, ROOT).judge("bash", "ls f1; rm f2");
+    assert_eq!(v.decision, Decision::Allow);
+    assert_eq!(
+        v.decision_reason(),
+        "allowed by rules \"ls\", \"rm\" in your config"
+    );
 }
 
 #[test]

@@ -24,8 +24,40 @@ const NOT_PROPOSED: &[(&str, &str)] = &[
         "python3 - <<'EOF'\nimport shutil\nshutil.rmtree('/')\nEOF\n",
         "\"python3\" would let anything",
     ),
-    // A program from the project's own files can change at any time.
-    ("./ls", "content can change"),
+    // A writing redirection is more than the program: no rule for the program covers it.
+    ("echo hi > out.txt", "through a redirection"),
+    ("ls >| out", "through a redirection"),
+    ("cat <<EOF > f.txt\nhello\nEOF\n", "through a redirection"),
+    ("ls > f4", "through a redirection"),
+    // Programs whose effect depends wholly on their arguments.
+    (
+        "find . -name '*.o' -delete",
+        "find can delete and run commands",
+    ),
+    ("find / -name x -delete", "find can delete and run commands"),
+    ("find . -name x", "find can delete and run commands"),
+    (
+        "sed -i s/a/b/ f",
+        "sed can edit files in place and run commands",
+    ),
+    (
+        "sed -n 's/hello/there/p' x",
+        "sed can edit files in place and run commands",
+    ),
+    ("wget http://example.com/x", "wget can download to any file"),
+    ("mkfs.ext4 /dev/sdb1", "formats any device"),
+    ("dd if=/dev/zero of=/dev/sda", "dd can overwrite any file"),
+    ("shred secret", "shred can overwrite any file"),
+    ("mv ~/x ./trash", "mv can overwrite any file"),
+    ("mv a.txt b.txt", "mv can overwrite any file"),
+    ("crontab -e", "crontab changes the system"),
+    ("iptables -F", "iptables changes the system"),
+    ("chown -R user /", "chown changes the permissions"),
+    ("hash -r; ls", "hash changes or runs other commands"),
+    // Installing packages runs their code.
+    ("pip install requests", "pip install: installing packages"),
+    ("npm install", "npm install: installing packages"),
+    ("cargo install ripgrep", "cargo install: runs build scripts"),
 ];
 
 #[test]
@@ -75,11 +107,11 @@ fn suggested_prefixes_allow_every_row_that_rules_can_allow() {
             failures.push(format!("{code:?}: a proposal was expected to be refused"));
         }
     }
-    assert!(proposed >= 20, "only {proposed} rows got a proposal");
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
         failures.len(),
         failures.join("\n")
     );
+    assert!(proposed >= 20, "only {proposed} rows got a proposal");
 }

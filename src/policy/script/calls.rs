@@ -598,6 +598,12 @@ fn call(
             }
             _ => an.opaque("runs code built at run time", q, line, frame),
         },
+        Act::Chdir => match vals.first() {
+            // Relative paths after it are judged from the new directory; one known
+            // only at run time makes them outside-or-unknown.
+            Some(Val::Str(d)) => an.change_dir(Some((d.as_str(), false, d.starts_with('~')))),
+            _ => an.change_dir(None),
+        },
         Act::Dynamic => an.opaque("runs code built at run time", q, line, frame),
         Act::DynamicName => {
             let looks_up_os = lang == Language::Python
@@ -611,7 +617,17 @@ fn call(
                     .is_some_and(|a| a.len() == 1 && matches!(a[0].kind, Kind::Ident(_)))
                 && !q.starts_with("source")
                 && !q.starts_with("do.call");
-            if looks_up_os {
+            // `__import__('subprocess')`, `importlib.import_module('os')`: whatever the
+            // module is, what is then called on it is not seen.
+            let dynamic_import = lang == Language::Python && !q.starts_with("getattr");
+            if dynamic_import {
+                an.opaque(
+                    "imports a module by name at run time; what it then calls is not seen",
+                    q,
+                    line,
+                    frame,
+                );
+            } else if looks_up_os {
                 an.opaque(
                     "looks up a function of a system module by name",
                     q,

@@ -25,6 +25,8 @@ pub(super) enum Act {
     Dynamic,
     /// Imports or looks up a name given at run time.
     DynamicName,
+    /// Changes the working directory: later relative paths are judged from there.
+    Chdir,
 }
 
 pub(super) fn lookup(lang: Language, name: &str, last: &str, child_process: bool) -> Option<Act> {
@@ -52,6 +54,7 @@ pub(super) fn lookup(lang: Language, name: &str, last: &str, child_process: bool
             "os.chmod" | "os.chown" | "os.lchown" | "shutil.chown" => Perms,
             "open" | "io.open" | "codecs.open" => Open,
             "exec" | "eval" | "compile" => Eval,
+            "os.chdir" => Chdir,
             "__import__" | "importlib.import_module" | "getattr" => DynamicName,
             "ctypes.CDLL" | "ctypes.cdll.LoadLibrary" | "marshal.loads" | "pickle.loads" => Dynamic,
             n if n.starts_with("os.exec") => Exec { skip: 0 },
@@ -121,6 +124,7 @@ pub(super) fn lookup(lang: Language, name: &str, last: &str, child_process: bool
                 Network
             }
             "eval" => Eval,
+            "process.chdir" => Chdir,
             "Function" | "runInThisContext" | "runInNewContext" | "runInContext" | "setTimeout"
                 if last != "setTimeout" =>
             {
@@ -152,6 +156,7 @@ pub(super) fn lookup(lang: Language, name: &str, last: &str, child_process: bool
             "File.chmod" | "File.chown" | "FileUtils.chmod" | "FileUtils.chown"
             | "FileUtils.chmod_R" | "FileUtils.chown_R" => Perms,
             "eval" | "instance_eval" | "class_eval" | "module_eval" => Eval,
+            "Dir.chdir" | "FileUtils.cd" | "FileUtils.chdir" => Chdir,
             "send" | "public_send" | "const_get" | "require" | "load" => DynamicName,
             n if [
                 "Net.",
@@ -187,6 +192,7 @@ pub(super) fn lookup(lang: Language, name: &str, last: &str, child_process: bool
             "open" | "sysopen" => Open,
             "chmod" | "chown" => Perms,
             "eval" => Eval,
+            "chdir" => Chdir,
             "require" | "do" => DynamicName,
             n if [
                 "LWP",
@@ -219,6 +225,7 @@ pub(super) fn lookup(lang: Language, name: &str, last: &str, child_process: bool
                 | "socketConnection" | "curl.curl_download" | "RCurl.getURL"
                 | "httr2.req_perform" => Network,
                 "eval" | "evalq" => Eval,
+                "setwd" => Chdir,
                 "source" | "sys.source" | "do.call" | "get" | "match.fun" | "library"
                 | "require" => DynamicName,
                 _ => return None,

@@ -50,8 +50,40 @@ const HIJACK_VARS: &[&str] = &[
     "PERL5OPT",
     "RUBYOPT",
     "GIT_SSH_COMMAND",
+    "GIT_SSH",
     "GIT_EXEC_PATH",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_PAGER",
+    "GIT_ASKPASS",
+    "GIT_PROXY_COMMAND",
+    "GIT_TEMPLATE_DIR",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "PAGER",
+    "MANPAGER",
+    "SYSTEMD_PAGER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "EDITOR",
+    "VISUAL",
+    "BROWSER",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PERL5LIB",
+    "RUBYLIB",
+    "NODE_PATH",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "ZDOTDIR",
 ];
+
+/// Whether setting this variable can make a program run a command or load code of the
+/// block's choosing (`GIT_EXTERNAL_DIFF='rm f' git diff`, `PAGER`, `LD_PRELOAD`, …).
+pub(crate) fn is_hijack_var(name: &str) -> bool {
+    HIJACK_VARS.contains(&name) || name.starts_with("GIT_CONFIG") || name.starts_with("BASH_FUNC_")
+}
 
 const SYSTEM_DIRS: &[&str] = &[
     "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/sys", "/proc", "/dev",
@@ -95,10 +127,7 @@ pub(crate) fn judge(an: &mut Analysis<'_>, cmd: Cmd, frame: &Frame) {
 /// it gates the block (the caller records the command), or `None` when there is no
 /// command to record (only assignments).
 fn judge_ref(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) -> Option<(Option<Rule>, bool)> {
-    let hijack = cmd
-        .assignments
-        .iter()
-        .find(|(n, _)| HIJACK_VARS.contains(&n.as_str()));
+    let hijack = cmd.assignments.iter().find(|(n, _)| is_hijack_var(n));
     if let Some((name, _)) = hijack {
         let expl = format!("sets {name}, which changes what the following commands run");
         an.opaque(&expl, &cmd.quoted, cmd.line, frame);
@@ -209,7 +238,7 @@ fn judge_ref(an: &mut Analysis<'_>, cmd: &Cmd, frame: &Frame) -> Option<(Option<
                     } else if t.starts_with('-') {
                         n += 1;
                     } else if let Some((var, _)) = t.split_once('=') {
-                        if HIJACK_VARS.contains(&var) {
+                        if is_hijack_var(var) {
                             let expl = format!("sets {var}, which changes what the command runs");
                             an.opaque(&expl, &cmd.quoted, cmd.line, frame);
                         }

@@ -6,6 +6,7 @@
 
 mod commands;
 mod fast;
+mod sed;
 mod table;
 pub(crate) mod words;
 
@@ -338,7 +339,18 @@ impl Walker<'_, '_> {
                     }
                 }
                 ast::CommandPrefixOrSuffixItem::IoRedirect(io) => self.redirect(io, &mut stdin),
-                ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => self.list(&sub.list),
+                ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
+                    self.list(&sub.list);
+                    // An argument (a file name known only at run time): it keeps the
+                    // words after it in place (`xargs -a <(…) rm`).
+                    if !args.is_empty() {
+                        args.push(Arg {
+                            text: "<(…)".to_string(),
+                            dynamic: true,
+                            tilde: false,
+                        });
+                    }
+                }
             }
         }
         if let Some(w) = s.word_or_name.as_ref().filter(|_| word_pos == items.len()) {
@@ -456,6 +468,11 @@ impl Walker<'_, '_> {
         {
             return;
         }
+        // A command that writes a file is more than its program: no allow rule for the
+        // program covers it (the finding below explains it).
+        self.an
+            .redirect_write_at
+            .get_or_insert(self.an.findings.len());
         if !self.an.inside_workspace(t, a.dynamic, a.tilde) {
             self.an.unallowable = true;
             // Every branch below adds the finding that explains it.

@@ -6,7 +6,7 @@
 use super::super::analysis::{Analysis, Frame};
 use super::super::script::{self, Language};
 use super::super::verdict::RiskClass;
-use super::commands::{Cmd, Stdin, base, is_system_path, judge_words, skip_options};
+use super::commands::{Cmd, Stdin, base, is_hijack_var, is_system_path, judge_words, skip_options};
 use super::words::Arg;
 
 /// Classifies the command that actually runs (`w` = its words). Returns whether the rule
@@ -46,7 +46,30 @@ pub(super) fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Fram
         .unwrap_or("");
     let has = |f: &str| args.iter().any(|a| a.text == f);
     let find = |an: &mut Analysis<'_>, c: RiskClass, e: &str| an.finding(c, e, q, line, frame);
+    let hijacked = || {
+        args.iter()
+            .filter_map(|a| a.text.split_once('=').map(|(n, _)| n))
+            .find(|n| is_hijack_var(n))
+    };
     match name {
+        // `hash -p /bin/rm ls`: `ls` now runs rm, for the rest of the kernel's life.
+        "hash"
+            if args.iter().any(|a| {
+                a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('p')
+            }) =>
+        {
+            an.opaque(
+                "hash -p binds a command name to another program (and it stays bound in the kernel)",
+                q,
+                line,
+                frame,
+            );
+        }
+        "export" | "declare" | "typeset" | "readonly" | "local" if hijacked().is_some() => {
+            let var = hijacked().unwrap_or_default();
+            let expl = format!("sets {var}, which changes what later commands run");
+            an.opaque(&expl, q, line, frame);
+        }
         // Read-only tools and harmless builtins.
         "ls" | "cat" | "head" | "tail" | "less" | "more" | "grep" | "egrep" | "fgrep" | "rg"
         | "ag" | "wc" | "echo" | "printf" | "pwd" | "whoami" | "id" | "date" | "uname"
@@ -96,20 +119,23 @@ pub(super) fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Fram
                 {
                     an.read_only = true
                 }
-                _ => find(
-                    an,
-                    RiskClass::CannotTell,
+                _ => an.opaque(
                     "an awk program that may run commands or write files",
+                    q,
+                    line,
+                    frame,
                 ),
             }
         }
         "sed" => {
+            let before = an.findings.len();
+            super::sed::sed(an, cmd, args, frame);
             if args
                 .iter()
                 .any(|a| a.text.starts_with("-i") || a.text.starts_with("--in-place"))
             {
                 find(an, RiskClass::WritesFiles, "edits files in place");
-            } else {
+            } else if an.findings.len() == before {
                 an.read_only = true;
             }
         }
@@ -160,6 +186,7 @@ pub(super) fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Fram
                 };
                 find(an, RiskClass::WritesFiles, expl);
             }
+            moved_or_linked(an, cmd, name, args, &paths, frame);
         }
         "dd" => {
             let of = args.iter().find(|a| a.text.starts_with("of="));
@@ -831,5 +858,63 @@ fn package_manager(
             cmd.line,
             frame,
         );
+    }
+}
+
+/// `mv ~/x ./trash` deletes `~/x` where it was: a source outside the workspace is a
+/// delete outside it. `ln -s ~ hm` makes `hm/…` a path outside the workspace for the
+/// rest of the block.
+fn moved_or_linked(
+    an: &mut Analysis<'_>,
+    cmd: &Cmd,
+    name: &str,
+    args: &[Arg],
+    paths: &[&Arg],
+    frame: &Frame,
+) {
+    match name {
+        "mv" if paths.len() >= 2
+            && !args
+                .iter()
+                .any(|a| a.text == "-t" || a.text.starts_with("--target")) =>
+        {
+            let sources = &paths[..paths.len() - 1];
+            if sources
+                .iter()
+                .any(|a| !an.inside_workspace(&a.text, a.dynamic, a.tilde))
+            {
+                deletes(
+                    an,
+                    cmd,
+                    sources,
+                    "moves a path away (deleting it where it was)",
+                    frame,
+                );
+            }
+        }
+        "ln" => {
+            let symbolic = args.iter().any(|a| {
+                a.text == "--symbolic"
+                    || (a.text.starts_with('-')
+                        && !a.text.starts_with("--")
+                        && a.text.contains('s'))
+            });
+            let Some(target) = paths.first() else { return };
+            if !symbolic || an.within(&target.text, target.dynamic, target.tilde, true) {
+                return;
+            }
+            let link = match paths.get(1) {
+                Some(l) => l.text.clone(),
+                None => base(target.text.trim_end_matches('/')).to_string(),
+            };
+            let link = link
+                .trim_start_matches("./")
+                .trim_end_matches('/')
+                .to_string();
+            if !link.is_empty() {
+                an.links.push(link);
+            }
+        }
+        _ => {}
     }
 }
