@@ -6,6 +6,7 @@
 
 mod commands;
 mod fast;
+mod runners;
 mod sed;
 mod table;
 pub(crate) mod words;
