@@ -106,11 +106,15 @@ pub fn attach_resumed(
         resumed = Some(Resumed { id, notice, events });
     }
     let writer = Store::open(&settings.data_dir).map_err(|e| e.to_string())?;
-    config.recorder = Some(Arc::new(Recorder::start(
-        writer,
-        resumed_id,
-        redactor(settings),
-    )));
+    let recorder = Arc::new(Recorder::start(writer, resumed_id, redactor(settings)));
+    // Stopped by a signal, oi-tui still writes what it holds, last (within 2 s).
+    let weak = Arc::downgrade(&recorder);
+    crate::shutdown::on_exit(move || {
+        if let Some(recorder) = weak.upgrade() {
+            recorder.flush_within(std::time::Duration::from_secs(2));
+        }
+    });
+    config.recorder = Some(recorder);
     Ok(resumed)
 }
 

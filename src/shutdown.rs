@@ -11,6 +11,19 @@ static EXIT: Mutex<()> = Mutex::new(());
 /// may start after it.
 static LEAVING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// What must happen on the way out after the kernels are stopped (the store writes what
+/// it holds), in the order registered.
+type Hook = Box<dyn Fn() + Send>;
+static ON_EXIT: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
+
+/// Runs `hook` when the process leaves through `exit` (a signal, a fatal error), after the
+/// kernels were stopped and before the terminal is restored.
+pub fn on_exit(hook: impl Fn() + Send + 'static) {
+    if let Ok(mut hooks) = ON_EXIT.lock() {
+        hooks.push(Box::new(hook));
+    }
+}
+
 /// Whether the process is on its way out (a signal, a fatal error): start nothing new.
 pub fn leaving() -> bool {
     LEAVING.load(std::sync::atomic::Ordering::SeqCst)
@@ -35,6 +48,13 @@ pub fn exit(status: i32) -> ! {
     // Held until the process ends: a second caller blocks here instead of exiting too.
     let _guard = EXIT.lock();
     reaper::kill_all();
+    // The engine records the stopped block's end a moment after its kernel dies.
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    if let Ok(hooks) = ON_EXIT.try_lock() {
+        for hook in hooks.iter() {
+            hook();
+        }
+    }
     restore_terminal();
     std::process::exit(status)
 }

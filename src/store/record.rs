@@ -254,9 +254,14 @@ impl Recorder {
     /// Waits (up to 10 s) until everything sent so far is written, or has failed once more;
     /// returns how the recording stands.
     pub fn flush(&self) -> StoreHealth {
+        self.flush_within(Duration::from_secs(10))
+    }
+
+    /// `flush`, waiting at most `limit` (on the way out of a signal, time is short).
+    pub fn flush_within(&self, limit: Duration) -> StoreHealth {
         let (done, wait) = mpsc::sync_channel(1);
         if self.tx.send(Command::Flush(done)).is_ok()
-            && let Ok(health) = wait.recv_timeout(Duration::from_secs(10))
+            && let Ok(health) = wait.recv_timeout(limit)
         {
             return health;
         }

@@ -1,5 +1,6 @@
-//! SIGTERM while a block runs: oi-tui leaves at once and no further request reaches the
-//! model (it used to send one in 3 of 5 runs: the killed block's end started the next round).
+//! SIGTERM while a block runs: oi-tui leaves at once, no further request reaches the model
+//! (it used to send one in 3 of 5 runs: the killed block's end started the next round), and
+//! the store holds what was on screen, written last.
 
 use std::time::Duration;
 
@@ -42,5 +43,14 @@ async fn after_sigterm_no_new_request_goes_out() {
         assert_eq!(status.code(), Some(143), "{status:?}");
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(server.chats().len(), 1, "a request went out after SIGTERM");
+        // What was on screen when the signal came is in the store, written last.
+        let shown = std::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(["sessions", "show", "last"])
+            .output()
+            .expect("show");
+        let shown = String::from_utf8_lossy(&shown.stdout);
+        assert!(shown.contains("started"), "{shown}");
     }
 }
