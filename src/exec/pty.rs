@@ -160,13 +160,17 @@ impl PtyControl {
         let Some(tty) = &self.tty else {
             return false;
         };
-        let group = self
-            .master
+        self.foreground_group()
+            .is_some_and(|group| super::waiting::group_reads_terminal(self.pid, group, tty))
+    }
+
+    /// The terminal's foreground process group, when it has one.
+    fn foreground_group(&self) -> Option<i32> {
+        self.master
             .lock()
             .ok()
             .and_then(|m| m.process_group_leader())
-            .filter(|&g| g > 0);
-        group.is_some_and(|group| super::waiting::group_reads_terminal(self.pid, group, tty))
+            .filter(|&g| g > 0)
     }
 
     /// The processes of the terminal's foreground group that are blocked reading it
@@ -175,13 +179,7 @@ impl PtyControl {
         let Some(tty) = &self.tty else {
             return Vec::new();
         };
-        let group = self
-            .master
-            .lock()
-            .ok()
-            .and_then(|m| m.process_group_leader())
-            .filter(|&g| g > 0);
-        group.map_or_else(Vec::new, |group| {
+        self.foreground_group().map_or_else(Vec::new, |group| {
             super::waiting::terminal_readers(self.pid, group, tty)
         })
     }

@@ -101,13 +101,7 @@ pub(super) fn shell_runner(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame
         break;
     }
     if args.get(i).is_some() {
-        an.finding(
-            RiskClass::CannotTell,
-            "runs a script file the policy cannot read",
-            q,
-            cmd.line,
-            frame,
-        );
+        script_file(an, q, cmd, frame);
         return true;
     }
     stdin_code(an, cmd, None, frame);
@@ -212,17 +206,22 @@ pub(super) fn interpreter(
             i += 1;
             continue;
         }
-        an.finding(
-            RiskClass::CannotTell,
-            "runs a script file the policy cannot read",
-            q,
-            cmd.line,
-            frame,
-        );
+        script_file(an, q, cmd, frame);
         return true;
     }
     stdin_code(an, cmd, Some(lang), frame);
     // Code in another language is not a command: the interpreter call itself must be
     // allowed for the block to be.
     true
+}
+
+/// A script file run by an interpreter or a shell: its code is not in the block.
+fn script_file(an: &mut Analysis<'_>, quoted: &str, cmd: &Cmd, frame: &Frame) {
+    an.finding(
+        RiskClass::CannotTell,
+        "runs a script file the policy cannot read",
+        quoted,
+        cmd.line,
+        frame,
+    );
 }
