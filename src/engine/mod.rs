@@ -16,6 +16,7 @@ mod history;
 mod memory;
 mod prompt;
 mod reply;
+mod request;
 mod rules;
 mod sandbox;
 mod turn;
