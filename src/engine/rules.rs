@@ -8,8 +8,8 @@ use crate::protocol::{ApprovalMode, Event, RuleDecision, RuleSource, Suggestion}
 use super::Engine;
 
 impl Engine {
-    /// What a person may save as "always allow" for a block that asks: None when nobody is
-    /// asked, or the language is not one the policy reads.
+    /// What a person may save as "always allow" for a block that asks: the prefixes that
+    /// would let it run, that the rules already do, or why no rule can.
     pub(super) fn allow_offer(&self, language: &str, code: &str) -> Suggestion {
         self.policy.suggest_allow(language, code)
     }
