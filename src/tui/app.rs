@@ -197,6 +197,9 @@ pub struct App {
     pub pane_areas: Vec<(Focus, ratatui::layout::Rect)>,
     /// The code pane's highlighted lines, by a hash of what they show.
     pub code_cache: std::cell::RefCell<Option<(u64, Vec<ratatui::text::Line<'static>>)>>,
+    /// A large block highlighted off the UI thread: its key and, once done, its lines (the
+    /// code pane shows it plain until then).
+    pub highlighting: std::cell::RefCell<Option<super::view::HighlightJob>>,
     /// The code pane's scroll and what was seen of it.
     pub code: super::code::CodeView,
     /// A short message for the status bar (copied, …), until it is old.
@@ -262,6 +265,7 @@ impl App {
             browser_requests: None,
             pane_areas: Vec::new(),
             code_cache: std::cell::RefCell::new(None),
+            highlighting: std::cell::RefCell::new(None),
             code: super::code::CodeView::default(),
             flash: None,
             wide: true,
@@ -332,7 +336,7 @@ impl App {
 
     /// Whether anything moves on screen by itself (so the loop ticks).
     pub fn animating(&self) -> bool {
-        self.busy != Busy::Idle || self.flash.is_some()
+        self.busy != Busy::Idle || self.flash.is_some() || self.highlighting.borrow().is_some()
     }
 
     /// The terminal pane's size changed: resize the emulator and the kernels' PTYs.

@@ -383,11 +383,12 @@ fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
                 true,
             ),
         };
+        let styled = super::highlight::ready() && app.highlighting.borrow().is_none();
         let content = super::code::Content {
             key: pending.content_key(),
             lines,
             numbered,
-            styled: super::highlight::ready(),
+            styled,
             theme: &app.theme,
         };
         draw_code_content(frame, app, area, title, content, focused);
@@ -425,11 +426,12 @@ fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
     };
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (code, &language).hash(&mut hasher);
+    let lines = cached_highlight(app, code, &language);
     let content = super::code::Content {
         key: hasher.finish(),
-        lines: cached_highlight(app, code, &language),
+        lines,
         numbered: true,
-        styled: super::highlight::ready(),
+        styled: super::highlight::ready() && app.highlighting.borrow().is_none(),
         theme: &app.theme,
     };
     draw_code_content(frame, app, area, title, content, focused);
@@ -453,6 +455,16 @@ fn draw_code_content(
 }
 
 /// Highlights once per distinct code: the frame that follows reuses it.
+/// Blocks larger than this are highlighted off the UI thread: the pane shows them plain at
+/// once and coloured when the work is done (a 400 KB block takes a second to highlight).
+const HIGHLIGHT_IN_BACKGROUND: usize = 64 * 1024;
+
+/// A block being highlighted off the UI thread.
+pub struct HighlightJob {
+    key: u64,
+    done: std::sync::Arc<std::sync::Mutex<Option<Vec<Line<'static>>>>>,
+}
+
 fn cached_highlight(app: &App, code: &str, language: &str) -> Vec<Line<'static>> {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (code, language, super::highlight::ready()).hash(&mut hasher);
@@ -463,9 +475,39 @@ fn cached_highlight(app: &App, code: &str, language: &str) -> Vec<Line<'static>>
     {
         return lines.clone();
     }
-    let lines = highlight(code, language, &app.theme.syntax, app.theme.depth);
-    *cache = Some((key, lines.clone()));
-    lines
+    if !super::highlight::ready() || code.len() < HIGHLIGHT_IN_BACKGROUND {
+        let lines = highlight(code, language, &app.theme.syntax, app.theme.depth);
+        *cache = Some((key, lines.clone()));
+        return lines;
+    }
+    let mut job = app.highlighting.borrow_mut();
+    match job.as_ref() {
+        Some(running) if running.key == key => {
+            let finished = running.done.lock().ok().and_then(|mut d| d.take());
+            if let Some(lines) = finished {
+                *job = None;
+                *cache = Some((key, lines.clone()));
+                return lines;
+            }
+        }
+        _ => {
+            let done = std::sync::Arc::new(std::sync::Mutex::new(None));
+            let out = done.clone();
+            let (code, language) = (code.to_string(), language.to_string());
+            let (syntax, depth) = (app.theme.syntax.clone(), app.theme.depth);
+            std::thread::spawn(move || {
+                let lines = highlight(&code, &language, &syntax, depth);
+                if let Ok(mut out) = out.lock() {
+                    *out = Some(lines);
+                }
+            });
+            *job = Some(HighlightJob { key, done });
+        }
+    }
+    code.replace("\r\n", "\n")
+        .lines()
+        .map(|l| Line::raw(visible(l)))
+        .collect()
 }
 
 /// The unified diff between the proposed and the edited code, coloured.

@@ -874,3 +874,48 @@ fn a_reason_for_a_skip_keeps_the_message_being_written() {
     );
     assert_eq!(app.input.lines(), ["my draft"]);
 }
+
+#[test]
+fn a_large_block_shows_at_once_and_is_coloured_when_highlighting_is_done() {
+    oi_tui::tui::highlight::load();
+    let mut app = App::new(Theme::load("dark", Depth::TrueColor).unwrap());
+    let code: String = (0..8000)
+        .map(|i| format!("value_{i} = {i} * 2  # a comment\n"))
+        .collect();
+    assert!(code.len() > 64 * 1024);
+    app.update(Msg::Engine(Event::BlockProposed {
+        block: ProposedBlock {
+            id: 1,
+            language_tag: "python".into(),
+            language: Some(Language::Python),
+            code,
+        },
+        index: 1,
+        of: 1,
+        verdict: None,
+        gate: None,
+        allow: None,
+    }));
+    app.update(Msg::Engine(Event::ApprovalNeeded { block_id: 1 }));
+    let first = screen(&mut app, 160, 48);
+    assert!(first.contains("value_0 = 0 * 2"), "{first}");
+    // The frame did not wait for the whole block to be highlighted, and the loop keeps
+    // ticking until it is.
+    assert!(app.animating(), "the loop ticks while highlighting runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while app.animating() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "highlighting never ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        screen(&mut app, 160, 48);
+    }
+    let lines = app
+        .code_cache
+        .borrow()
+        .as_ref()
+        .map(|(_, lines)| lines.len())
+        .unwrap_or(0);
+    assert_eq!(lines, 8000, "the highlighted lines are cached");
+}
