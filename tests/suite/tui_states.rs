@@ -50,20 +50,7 @@ fn propose(app: &mut App) {
     app.update(Msg::Engine(Event::AssistantMessage {
         text: "Let me count.".into(),
     }));
-    app.update(Msg::Engine(Event::BlockProposed {
-        block: ProposedBlock {
-            id: 1,
-            language_tag: "python".into(),
-            language: Some(Language::Python),
-            code: CODE.into(),
-        },
-        index: 1,
-        of: 1,
-        verdict: None,
-        gate: None,
-        allow: None,
-    }));
-    app.update(Msg::Engine(Event::ApprovalNeeded { block_id: 1 }));
+    propose_code(app, 1, CODE);
     // The person sees it (the code pane records what was on screen).
     screen(app, 160, 48);
 }
@@ -883,20 +870,7 @@ fn a_large_block_shows_at_once_and_is_coloured_when_highlighting_is_done() {
         .map(|i| format!("value_{i} = {i} * 2  # a comment\n"))
         .collect();
     assert!(code.len() > 64 * 1024);
-    app.update(Msg::Engine(Event::BlockProposed {
-        block: ProposedBlock {
-            id: 1,
-            language_tag: "python".into(),
-            language: Some(Language::Python),
-            code,
-        },
-        index: 1,
-        of: 1,
-        verdict: None,
-        gate: None,
-        allow: None,
-    }));
-    app.update(Msg::Engine(Event::ApprovalNeeded { block_id: 1 }));
+    propose_code(&mut app, 1, &code);
     let first = screen(&mut app, 160, 48);
     assert!(first.contains("value_0 = 0 * 2"), "{first}");
     // The frame did not wait for the whole block to be highlighted, and the loop keeps
