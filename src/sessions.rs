@@ -107,6 +107,10 @@ pub fn attach_resumed(
     }
     let writer = Store::open(&settings.data_dir).map_err(|e| e.to_string())?;
     let recorder = Arc::new(Recorder::start(writer, resumed_id, redactor(settings)));
+    if let Ok(mut open) = OPEN.lock() {
+        open.retain(|r| r.strong_count() > 0);
+        open.push(Arc::downgrade(&recorder));
+    }
     // Stopped by a signal, oi-tui still writes what it holds, last (within 2 s).
     let weak = Arc::downgrade(&recorder);
     crate::shutdown::on_exit(move || {
@@ -116,6 +120,23 @@ pub fn attach_resumed(
     });
     config.recorder = Some(recorder);
     Ok(resumed)
+}
+
+/// Every session recorder this process opened (a workbench may open several: resume).
+static OPEN: std::sync::Mutex<Vec<std::sync::Weak<Recorder>>> = std::sync::Mutex::new(Vec::new());
+
+/// On the way out: writes what the open recorders hold (10 s at most each) and says, in a
+/// sentence each, what could not be saved. Empty when everything is saved.
+pub fn unsaved() -> Vec<String> {
+    let open: Vec<Arc<Recorder>> = OPEN
+        .lock()
+        .map(|o| o.iter().filter_map(std::sync::Weak::upgrade).collect())
+        .unwrap_or_default();
+    open.iter()
+        .map(|r| r.flush())
+        .filter(|health| !health.all_saved())
+        .map(|health| health.summary())
+        .collect()
 }
 
 /// `oi-tui sessions ...`; returns the exit status.

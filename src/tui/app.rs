@@ -335,6 +335,14 @@ impl App {
     }
 
     /// Whether anything moves on screen by itself (so the loop ticks).
+    /// What to say when the workbench closes, about a store that never recovered (the
+    /// banner goes with the screen).
+    pub fn exit_report(&self) -> Option<String> {
+        self.store_trouble
+            .as_ref()
+            .map(|trouble| format!("this session was not saved whole: {trouble}"))
+    }
+
     pub fn animating(&self) -> bool {
         self.busy != Busy::Idle || self.flash.is_some() || self.highlighting.borrow().is_some()
     }

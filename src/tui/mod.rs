@@ -120,7 +120,7 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
         return 1;
     }
     shutdown::on_exit_restore_terminal(restore_terminal);
-    let status = match event_loop(&mut app, handle, recorder, &settings, demo_mode).await {
+    let mut status = match event_loop(&mut app, handle, recorder, &settings, demo_mode).await {
         Ok(()) => 0,
         Err(e) => {
             restore_terminal();
@@ -129,6 +129,17 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
         }
     };
     restore_terminal();
+    // The banner went with the screen: what could not be saved is said once more, here.
+    let mut missing = crate::sessions::unsaved();
+    if missing.is_empty()
+        && let Some(report) = app.exit_report()
+    {
+        missing.push(report);
+    }
+    for line in missing {
+        eprintln!("oi-tui: error: {}", crate::safe_text::visible(&line));
+        status = 1;
+    }
     status
 }
 

@@ -357,4 +357,22 @@ fn the_workbench_shows_store_trouble_until_the_store_recovers() {
     let after = super::tui_states::screen(&mut app, 100, 24);
     assert!(!after.contains("NOT SAVED"), "{after}");
     assert!(after.contains("saved again"), "{after}");
+    assert_eq!(app.exit_report(), None, "recovered: nothing to say on exit");
+}
+
+#[test]
+fn closing_the_workbench_with_trouble_says_it_after_the_screen_is_gone() {
+    use oi_tui::protocol::Event;
+    use oi_tui::tui::app::Msg;
+    let mut app = super::tui_states::fresh();
+    assert_eq!(app.exit_report(), None);
+    app.update(Msg::Engine(Event::StoreTrouble {
+        message: "The session cannot be saved to /data/sessions.db: the disk is full.".into(),
+        unsaved: 2,
+    }));
+    let report = app.exit_report().expect("a report");
+    assert!(
+        report.contains("not saved whole") && report.contains("disk is full"),
+        "{report}"
+    );
 }
