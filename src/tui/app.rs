@@ -148,10 +148,8 @@ pub struct App {
     pub keymap: super::keymap::Keymap,
     pub model: String,
     pub approval: crate::protocol::ApprovalMode,
-    /// The sandbox in force, for the status bar (empty: not shown).
-    pub sandbox: String,
-    /// The sandbox's mode and network, as the engine last reported them.
-    pub sandbox_modes: Option<(crate::protocol::SandboxMode, crate::protocol::Network)>,
+    /// The sandbox in force, as the engine last reported it (None: not said yet).
+    pub sandbox: Option<crate::protocol::SandboxStatus>,
     pub cwd: String,
     pub chat: Chat,
     /// The assistant's message while it streams.
@@ -233,8 +231,7 @@ impl App {
             keymap: super::keymap::Keymap::default(),
             model: String::new(),
             approval: crate::protocol::ApprovalMode::Ask,
-            sandbox: String::new(),
-            sandbox_modes: None,
+            sandbox: None,
             cwd: String::new(),
             chat: Chat::default(),
             streaming: String::new(),
@@ -368,8 +365,7 @@ impl App {
                 self.approval = approval;
                 self.cwd = cwd;
                 if let Some(sandbox) = sandbox {
-                    self.sandbox_modes = Some((sandbox.mode, sandbox.network));
-                    self.sandbox = sandbox.label;
+                    self.sandbox = Some(sandbox);
                 }
             }
             Event::RulesChanged { approval, note } => {
@@ -377,8 +373,7 @@ impl App {
                 self.chat.push(Entry::Notice(note));
             }
             Event::SandboxChanged { status, note } => {
-                self.sandbox_modes = Some((status.mode, status.network));
-                self.sandbox = status.label;
+                self.sandbox = Some(status);
                 self.chat.push(Entry::Notice(note));
             }
             Event::UserMessage { text } => self.chat.push(Entry::User(text)),
@@ -811,7 +806,7 @@ fn tail_lines(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-fn parse_index(label: &str) -> Option<(usize, usize)> {
+pub(super) fn parse_index(label: &str) -> Option<(usize, usize)> {
     let rest = label.strip_prefix("block ")?;
     let (a, b) = rest.split_once(" of ")?;
     Some((a.parse().ok()?, b.parse().ok()?))

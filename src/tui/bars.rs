@@ -280,10 +280,10 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         format!("{tokens} tok")
     };
-    let approval = if app.sandbox.is_empty() {
-        app.approval.name().to_string()
+    let approval = if let Some(sandbox) = &app.sandbox {
+        format!("{} · {}", app.approval.name(), sandbox.label)
     } else {
-        format!("{} · {}", app.approval.name(), app.sandbox)
+        app.approval.name().to_string()
     };
     let help = format!("{} help", app.keymap.label(Action::Help));
     let flash = app.flash.as_ref().map(|(m, _)| m.as_str());

@@ -100,7 +100,7 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
     app.setup = setup;
     app.open_browser_at_start = browse;
     let sandbox = settings.sandbox();
-    app.sandbox = sandbox.label();
+    app.sandbox = Some(sandbox.status());
     if let Some(why) = sandbox.warning.or(sandbox.refusal) {
         app.chat.push(chat::Entry::Notice(why));
     }

@@ -107,18 +107,22 @@ impl App {
     /// shows the code that ran and why the sandbox looks like the cause. Only `y` (or
     /// Enter), with the code in view, runs it; auto-run does not apply.
     pub(super) fn offer_outside(&mut self, block_id: BlockId, reason: String) {
+        // The code that ran (an edit included), at its place in the reply.
         let shown = self
             .shown_block
             .as_ref()
             .filter(|(b, _)| b.id == block_id)
-            .map(|(b, _)| b.clone());
-        let Some(block) = shown.or_else(|| self.proposed.get(&block_id).cloned()) else {
+            .map(|(b, label)| (b.clone(), super::app::parse_index(label)));
+        let Some((block, place)) =
+            shown.or_else(|| self.proposed.get(&block_id).map(|b| (b.clone(), None)))
+        else {
             return;
         };
+        let (index, of) = place.unwrap_or((1, 1));
         self.busy = super::app::Busy::Idle;
         self.pending = Some(Pending {
             outside: Some(reason),
-            ..Pending::new(block, 1, 1)
+            ..Pending::new(block, index, of)
         });
         self.code.reset();
         self.arrive_at_decision();
@@ -131,7 +135,7 @@ impl App {
     /// force, and how to change it.
     pub(super) fn sandbox_command(&mut self, arg: &str) -> Vec<super::app::Effect> {
         use super::chat::Entry;
-        let Some(current) = self.sandbox_modes else {
+        let Some(current) = self.sandbox.as_ref().map(|s| (s.mode, s.network)) else {
             self.chat.push(Entry::Error(
                 "the engine has not said which sandbox is in force yet; try again in a moment"
                     .into(),
@@ -141,7 +145,7 @@ impl App {
         if arg.is_empty() {
             self.chat.push(Entry::Notice(format!(
                 "sandbox: {}. /sandbox off|read-only|workspace-write [network on|off] changes it (the kernels restart)",
-                if self.sandbox.is_empty() { current.0.name() } else { &self.sandbox }
+                self.sandbox.as_ref().map_or("", |s| s.label.as_str())
             )));
             return Vec::new();
         }

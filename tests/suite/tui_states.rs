@@ -893,3 +893,30 @@ fn a_large_block_shows_at_once_and_is_coloured_when_highlighting_is_done() {
         .unwrap_or(0);
     assert_eq!(lines, 8000, "the highlighted lines are cached");
 }
+
+#[test]
+fn the_offer_to_leave_the_sandbox_keeps_the_blocks_place_in_the_reply() {
+    let mut app = fresh();
+    app.update(Msg::Engine(Event::BlockProposed {
+        block: ProposedBlock {
+            id: 7,
+            language_tag: "shell".into(),
+            language: Some(Language::Shell),
+            code: "touch /elsewhere/x".into(),
+        },
+        index: 2,
+        of: 3,
+        verdict: None,
+        gate: None,
+        allow: None,
+    }));
+    app.update(Msg::Engine(Event::EscalationNeeded {
+        block_id: 7,
+        reason: "the sandbox keeps this read-only".into(),
+    }));
+    let pending = app.pending.as_ref().expect("the offer waits");
+    assert_eq!((pending.index, pending.of), (2, 3));
+    assert!(pending.outside.is_some());
+    let screen = screen(&mut app, 160, 48);
+    assert!(screen.contains("block 2 of 3"), "{screen}");
+}
