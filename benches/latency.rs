@@ -21,7 +21,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use portable_pty::{Child, CommandBuilder, MasterPty, PtySize};
+use portable_pty::{Child, CommandBuilder, MasterPty};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -211,14 +211,7 @@ struct Workbench {
 impl Workbench {
     fn start(server: &Server, cols: u16, rows: u16) -> Workbench {
         let dir = tempfile::tempdir().unwrap();
-        let pair = portable_pty::native_pty_system()
-            .openpty(PtySize {
-                rows,
-                cols,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
+        let pair = support::workbench_pty(cols, rows);
         let mut cmd = CommandBuilder::new(BIN);
         let base = format!("http://{}/v1", server.addr);
         let data = dir.path().join("data");

@@ -19,7 +19,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use model_server::{ModelServer, Reply};
-use portable_pty::{CommandBuilder, PtySize};
+use portable_pty::CommandBuilder;
 use tui_term::vt100;
 
 mod support;
@@ -156,14 +156,7 @@ fn headless(server: &ModelServer, code: &str) -> (Duration, u64) {
 fn workbench(server: &ModelServer) -> (Duration, u64) {
     let (cols, rows) = (200u16, 50u16);
     let dir = tempfile::tempdir().unwrap();
-    let pair = portable_pty::native_pty_system()
-        .openpty(PtySize {
-            rows,
-            cols,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
+    let pair = support::workbench_pty(cols, rows);
     let mut cmd = CommandBuilder::new(BIN);
     cmd.args([
         "--model",

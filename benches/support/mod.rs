@@ -90,3 +90,15 @@ pub fn ms(d: Duration) -> f64 {
 pub fn mb_per_s(bytes: usize, d: Duration) -> f64 {
     bytes as f64 / (1024.0 * 1024.0) / d.as_secs_f64()
 }
+
+/// A PTY of `cols`×`rows` to run the workbench in.
+pub fn workbench_pty(cols: u16, rows: u16) -> portable_pty::PtyPair {
+    portable_pty::native_pty_system()
+        .openpty(portable_pty::PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap()
+}
