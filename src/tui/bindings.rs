@@ -26,6 +26,32 @@ use When as W;
 
 /// Every binding, in the order the hints and the help list them.
 pub const TABLE: &[Spec] = &[
+    // Before the decision's own rows: where both apply, the hint line says what the key does
+    // here (the sandbox stopped the block; the input takes prefixes to always allow).
+    spec(
+        A::Run,
+        Some("run"),
+        &["y", "enter"],
+        W::Escalation,
+        "run a block the sandbox stopped again, outside it, once",
+        Some("run outside, once"),
+    ),
+    spec(
+        A::Skip,
+        Some("skip"),
+        &["n"],
+        W::Escalation,
+        "leave it stopped, and tell the model",
+        Some("leave it"),
+    ),
+    spec(
+        A::SendReason,
+        None,
+        &["enter"],
+        W::AllowPrompt,
+        "save the prefixes to your rules, then run the block",
+        Some("save and run"),
+    ),
     spec(
         A::Run,
         Some("run"),

@@ -62,6 +62,9 @@ pub enum When {
     Always,
     /// A block waits and the decision (code pane) has focus.
     Decision,
+    /// The decision has focus, on whether to run a block the sandbox stopped again outside
+    /// it (the same keys as a decision; their hints say what they do here).
+    Escalation,
     /// The decision has focus, on a block the model proposed (not on running a block the
     /// sandbox stopped again outside it: auto-run and rules do not apply there).
     Proposal,
@@ -109,6 +112,7 @@ impl When {
             When::Always => true,
             When::Decision => ctx.decision,
             When::Proposal => ctx.decision && !ctx.escalation,
+            When::Escalation => ctx.decision && ctx.escalation,
             When::Pending => ctx.pending && !ctx.editing && !ctx.reason,
             When::Editing => ctx.editing,
             When::Reason => ctx.reason,
@@ -283,6 +287,9 @@ fn overlap(a: When, b: When) -> bool {
     // The decision has focus while a block is pending; a block runs while the chat or the
     // input has focus; the code pane scrolls while it is the decision.
     pair(Decision, Proposal)
+        || pair(Decision, Escalation)
+        || pair(Escalation, Pending)
+        || pair(Escalation, Scrolling)
         || pair(Proposal, Pending)
         || pair(Proposal, Scrolling)
         || pair(Decision, Pending)
@@ -324,7 +331,10 @@ impl Keymap {
             for i in rows {
                 let when = TABLE[i].when;
                 if binding.types()
-                    && !matches!(when, When::Decision | When::Proposal | When::Scrolling)
+                    && !matches!(
+                        when,
+                        When::Decision | When::Proposal | When::Escalation | When::Scrolling
+                    )
                 {
                     return Err(format!(
                         "[keys] {name}: `{key}` types a character, and {name} applies while you type; bind it with ctrl- or alt-, or to a function key"
@@ -408,7 +418,9 @@ impl Keymap {
     /// Every row for the help overlay, as (section, keys, what), grouped by section.
     pub fn help(&self) -> Vec<(&'static str, String, &'static str)> {
         let section = |w: When| match w {
-            When::Decision | When::Proposal | When::Pending => "When a block awaits your decision",
+            When::Decision | When::Proposal | When::Escalation | When::Pending => {
+                "When a block awaits your decision"
+            }
             When::Editing | When::Reason | When::AllowPrompt => "Editing a block, giving a reason",
             When::Input => "In the message input",
             When::Scrolling => "In the code pane and an idle terminal",
@@ -545,7 +557,11 @@ mod tests {
             .into_iter()
             .map(|(key, what)| format!("{key} {what}"))
             .collect();
-        assert!(hints.contains(&"y run".to_string()), "{hints:?}");
+        assert!(
+            hints.contains(&"y run outside, once".to_string()),
+            "{hints:?}"
+        );
+        assert!(hints.contains(&"n leave it".to_string()), "{hints:?}");
         assert!(
             !hints
                 .iter()

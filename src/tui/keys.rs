@@ -653,22 +653,6 @@ fn expand_home(path: &str) -> std::path::PathBuf {
 pub fn hints(app: &App) -> Vec<(String, &'static str)> {
     let ctx = app.ctx();
     let mut hints = app.keymap.hints(&ctx);
-    if ctx.escalation {
-        for (_, what) in &mut hints {
-            *what = match *what {
-                "run" => "run outside, once",
-                "skip" => "leave it",
-                other => other,
-            };
-        }
-    }
-    if ctx.allow_prompt {
-        for (_, what) in &mut hints {
-            if *what == "skip with this reason" {
-                *what = "save and run";
-            }
-        }
-    }
     if ctx.terminal {
         let running = matches!(app.busy, Busy::Running(..));
         hints.retain(|(_, what)| *what != "scroll" && (!running || *what != "next pane"));

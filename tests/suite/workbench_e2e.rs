@@ -54,8 +54,9 @@ async fn every_line_of_a_long_block_is_read_before_it_runs_and_typing_never_deci
     tmux.wait_for("Input").await;
     tmux.type_text("go");
     tmux.send(&["Enter"]);
-    let screen = tmux.wait_for("awaiting your decision").await;
-    assert!(screen.contains("of 61 ↓"), "{screen}");
+    tmux.wait_for("awaiting your decision").await;
+    // The pane's border says where it is once the block is drawn (the same frame or the next).
+    let screen = tmux.wait_for("of 61 ↓").await;
     assert!(!screen.contains("sixty-one"), "{screen}");
 
     // The person goes to the input and types what was seen skipping and auto-running
