@@ -19,12 +19,14 @@ pub fn private_dir(dir: &Path) -> io::Result<Option<String>> {
     tighten(dir, 0o700)
 }
 
-/// Tightens an existing file to 0600 (nothing when it does not exist).
+/// Tightens an existing file to 0600 (nothing when it does not exist, or stops existing
+/// while it is looked at, as SQLite's -wal and -shm files do when another process closes
+/// the store).
 pub fn private_file(file: &Path) -> io::Result<Option<String>> {
-    if !file.exists() {
-        return Ok(None);
+    match tighten(file, 0o600) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        other => other,
     }
-    tighten(file, 0o600)
 }
 
 /// Takes from `path`'s mode every permission `mode` lacks. Returns a sentence saying what

@@ -19,6 +19,9 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+/// How long an opening or a write waits for another process that holds the store.
+const BUSY_WAIT: Duration = Duration::from_secs(10);
+
 pub use export::{Item, decision_words, emphasis, escape, fence, shown_output, status_words};
 pub use read::{
     Exported, Hit, INTERRUPTED, SessionRow, StoredBlock, StoredEvent, StoredMessage, Transcript,
@@ -85,18 +88,23 @@ impl Store {
             eprintln!("{said}");
         }
         let path = data_dir.join(FILE);
-        if !path.exists() {
-            // Created empty and private, so that SQLite (which gives its -wal and -shm
-            // files the database's mode) never makes them readable by others.
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-                .map_err(|source| StoreError::Io {
+        // Created empty and private, so that SQLite (which gives its -wal and -shm files
+        // the database's mode) never makes them readable by others. Another process that
+        // starts at the same moment may create it first: that is no error.
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path);
+        match created {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(source) => {
+                return Err(StoreError::Io {
                     path: path.clone(),
                     source,
-                })?;
+                });
+            }
         }
         for suffix in ["", "-wal", "-shm"] {
             let file = data_dir.join(format!("{FILE}{suffix}"));
@@ -118,7 +126,7 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(corrupt)?;
-        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.busy_timeout(BUSY_WAIT)?;
         // Read before writing anything: a foreign or damaged file must stay as it is.
         let found = schema::version(&conn).map_err(corrupt)?;
         // SQLite opens a file it may not write read-only without a word; every write would
@@ -136,8 +144,7 @@ impl Store {
                 known: schema::CURRENT,
             });
         }
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(corrupt)?;
+        write_ahead_log(&conn).map_err(corrupt)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         schema::migrate(&conn, found).map_err(corrupt)?;
@@ -167,7 +174,7 @@ impl Store {
             } else {
                 Connection::open_with_flags(&path, flags)?
             };
-            conn.busy_timeout(Duration::from_secs(10))?;
+            conn.busy_timeout(BUSY_WAIT)?;
             let found = schema::version(&conn)?;
             Ok((conn, found))
         };
@@ -199,6 +206,24 @@ impl Store {
 
     pub(crate) fn conn(&self) -> &Connection {
         &self.conn
+    }
+}
+
+/// Puts the store in write-ahead-log mode. SQLite answers "busy" at once, without waiting,
+/// while another process is switching the same new store to it; so wait here, as long as
+/// any other write would.
+fn write_ahead_log(conn: &Connection) -> Result<(), rusqlite::Error> {
+    let started = std::time::Instant::now();
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && started.elapsed() < BUSY_WAIT =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
     }
 }
 
@@ -343,4 +368,36 @@ pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Processes that start together race to create the directory, the file, and the
+    /// files SQLite makes and removes beside it; none of that may be an error.
+    #[test]
+    fn stores_opened_at_once_in_a_new_directory_all_open() {
+        for round in 0..40 {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join(format!("data-{round}"));
+            let openers: Vec<_> = (0..6)
+                .map(|_| {
+                    let dir = dir.clone();
+                    std::thread::spawn(move || {
+                        // Opening and dropping again and again makes SQLite create and
+                        // remove its -wal and -shm files while the others look at them.
+                        for _ in 0..3 {
+                            Store::open(&dir)?;
+                        }
+                        Ok::<(), StoreError>(())
+                    })
+                })
+                .collect();
+            for opener in openers {
+                let opened = opener.join().unwrap();
+                assert!(opened.is_ok(), "round {round}: {:?}", opened.err());
+            }
+        }
+    }
 }
