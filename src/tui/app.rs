@@ -193,11 +193,9 @@ pub struct App {
     pub browser_requests: Option<std::sync::mpsc::Sender<super::browser::Request>>,
     /// Where each pane was drawn last, for the mouse.
     pub pane_areas: Vec<(Focus, ratatui::layout::Rect)>,
-    /// The code pane's highlighted lines, by a hash of what they show.
-    pub code_cache: std::cell::RefCell<Option<(u64, Vec<ratatui::text::Line<'static>>)>>,
-    /// A large block highlighted off the UI thread: its key and, once done, its lines (the
-    /// code pane shows it plain until then).
-    pub highlighting: std::cell::RefCell<Option<super::view::HighlightJob>>,
+    /// The code pane's lines (highlighted, or a diff), made once per content; a large
+    /// block is highlighted off the UI thread.
+    pub code_cache: super::code_cache::CodeCache,
     /// The code pane's scroll and what was seen of it.
     pub code: super::code::CodeView,
     /// A short message for the status bar (copied, …), until it is old.
@@ -261,8 +259,7 @@ impl App {
             open_browser_at_start: false,
             browser_requests: None,
             pane_areas: Vec::new(),
-            code_cache: std::cell::RefCell::new(None),
-            highlighting: std::cell::RefCell::new(None),
+            code_cache: super::code_cache::CodeCache::default(),
             code: super::code::CodeView::default(),
             flash: None,
             wide: true,
@@ -341,7 +338,7 @@ impl App {
     }
 
     pub fn animating(&self) -> bool {
-        self.busy != Busy::Idle || self.flash.is_some() || self.highlighting.borrow().is_some()
+        self.busy != Busy::Idle || self.flash.is_some() || self.code_cache.busy()
     }
 
     /// The terminal pane's size changed: resize the emulator and the kernels' PTYs.
@@ -412,7 +409,19 @@ impl App {
                 gate,
                 allow,
             } => {
-                self.streaming_code = None;
+                // What its stream highlighted is not highlighted again.
+                if let Some(streamed) = self
+                    .streaming_code
+                    .take()
+                    .and_then(|code| code.into_highlighted())
+                {
+                    self.code_cache.take_over(
+                        streamed,
+                        &block.code,
+                        block.language_name(),
+                        &self.theme,
+                    );
+                }
                 if let Some(allow) = allow {
                     self.allow_offers.insert(block.id, allow);
                 }

@@ -27,8 +27,8 @@ struct State {
     /// Rows of the viewport.
     height: usize,
     width: u16,
-    /// Visual rows of the whole content at `width`.
-    rows: Vec<Line<'static>>,
+    /// Visual rows of the whole content at `width` (only the rows on screen are made).
+    row_count: usize,
     /// The first visual row of each content line.
     line_rows: Vec<usize>,
     /// Which content lines were ever on screen.
@@ -50,7 +50,7 @@ pub struct Content<'a> {
     /// Identifies the content (so that new content starts at the top, unseen).
     pub key: u64,
     /// The lines, styled, unwrapped.
-    pub lines: Vec<Line<'static>>,
+    pub lines: super::code_cache::Lines,
     /// Number the lines (code) or not (a diff carries its own signs).
     pub numbered: bool,
     /// Changes when the same content is styled anew (highlighting became ready).
@@ -71,7 +71,7 @@ impl CodeView {
     /// Scrolls by `delta` rows (negative: up), within the content.
     pub fn scroll_by(&self, delta: isize) {
         let mut s = self.state.borrow_mut();
-        let max = s.rows.len().saturating_sub(s.height);
+        let max = s.row_count.saturating_sub(s.height);
         s.scroll = (s.scroll as isize + delta).clamp(0, max as isize) as usize;
     }
 
@@ -86,7 +86,7 @@ impl CodeView {
 
     pub fn bottom(&self) {
         let mut s = self.state.borrow_mut();
-        s.scroll = s.rows.len().saturating_sub(s.height);
+        s.scroll = s.row_count.saturating_sub(s.height);
     }
 
     /// Content lines that were never on screen (all of them, if it was never drawn).
@@ -119,9 +119,9 @@ impl CodeView {
         s.warned = true;
         let first = s.seen.iter().position(|seen| !*seen).unwrap_or(0);
         let row = s.line_rows.get(first).copied().unwrap_or(0);
-        let max = s.rows.len().saturating_sub(s.height);
+        let max = s.row_count.saturating_sub(s.height);
         s.scroll = row.min(max);
-        let last_row = (s.scroll + s.height).min(s.rows.len());
+        let last_row = (s.scroll + s.height).min(s.row_count);
         let last_line = s
             .line_rows
             .iter()
@@ -148,11 +148,11 @@ impl CodeView {
         if s.stale
             || s.width != inner.width
             || s.styled != content.styled
-            || s.rows.is_empty() && total > 0
+            || s.row_count == 0 && total > 0
         {
             s.styled = content.styled;
-            let (rows, line_rows) = wrap_rows(&content, inner.width);
-            s.rows = rows;
+            let (row_count, line_rows) = layout(&content, inner.width);
+            s.row_count = row_count;
             s.line_rows = line_rows;
             s.width = inner.width;
         }
@@ -161,10 +161,10 @@ impl CodeView {
         if s.seen.len() != total {
             s.seen = vec![false; total];
         }
-        let max = s.rows.len().saturating_sub(s.height);
+        let max = s.row_count.saturating_sub(s.height);
         s.scroll = s.scroll.min(max);
-        let end = (s.scroll + s.height).min(s.rows.len());
-        let shown: Vec<Line<'static>> = s.rows[s.scroll..end].to_vec();
+        let end = (s.scroll + s.height).min(s.row_count);
+        let shown = rows_between(&content, inner.width, &s.line_rows, s.scroll, end);
         // A line counts as seen when its first row was drawn.
         let (from, to) = (s.scroll, end);
         for i in 0..total {
@@ -174,12 +174,12 @@ impl CodeView {
             }
         }
         frame.render_widget(Paragraph::new(shown), inner);
-        if s.rows.len() <= s.height {
+        if s.row_count <= s.height {
             return String::new();
         }
         let first = s.line_rows.iter().rposition(|r| *r <= from).unwrap_or(0) + 1;
         let last = s.line_rows.iter().rposition(|r| *r < to).unwrap_or(0) + 1;
-        let arrows = match (from > 0, to < s.rows.len()) {
+        let arrows = match (from > 0, to < s.row_count) {
             (true, true) => " ↑↓",
             (true, false) => " ↑",
             (false, true) => " ↓",
@@ -189,23 +189,61 @@ impl CodeView {
     }
 }
 
-/// The content's visual rows at `width`: a gutter (number or continuation mark), then the
-/// line's spans cut to fit. Returns the rows and each line's first row.
-fn wrap_rows(content: &Content<'_>, width: u16) -> (Vec<Line<'static>>, Vec<usize>) {
-    let muted = content.theme.muted;
+/// The width of the numbers in the gutter (0 when unnumbered), and the room left for the
+/// code at `width`.
+fn gutter(content: &Content<'_>, width: u16) -> (usize, usize) {
     let digits = if content.numbered {
         content.lines.len().to_string().len().max(2)
     } else {
         0
     };
-    let gutter = if content.numbered { digits + 1 } else { 0 };
-    let room = (width as usize).saturating_sub(gutter).max(4);
-    let mut rows = Vec::new();
+    // Unnumbered (a diff), a continuation row starts with a two-column mark instead.
+    let gutter = if content.numbered { digits + 1 } else { 2 };
+    (digits, (width as usize).saturating_sub(gutter).max(4))
+}
+
+/// How the content wraps at `width`: its number of visual rows, and each line's first row.
+/// Nothing is made but the numbers: rows are made only when drawn.
+fn layout(content: &Content<'_>, width: u16) -> (usize, Vec<usize>) {
+    let (_, room) = gutter(content, width);
+    let mut rows = 0;
     let mut line_rows = Vec::with_capacity(content.lines.len());
-    for (i, line) in content.lines.iter().enumerate() {
-        line_rows.push(rows.len());
-        let pieces = cut(line, room);
-        for (j, piece) in pieces.into_iter().enumerate() {
+    for line in content.lines.iter() {
+        line_rows.push(rows);
+        let mut pieces = 1;
+        walk(line, room, |_, _, breaks| pieces += usize::from(breaks));
+        rows += pieces;
+    }
+    (rows, line_rows)
+}
+
+/// The visual rows `from..to`: a gutter (number or continuation mark), then the line's
+/// spans cut to fit.
+fn rows_between(
+    content: &Content<'_>,
+    width: u16,
+    line_rows: &[usize],
+    from: usize,
+    to: usize,
+) -> Vec<Line<'static>> {
+    let muted = content.theme.muted;
+    let (digits, room) = gutter(content, width);
+    // The line that holds row `from`.
+    let first = line_rows.partition_point(|r| *r <= from).saturating_sub(1);
+    let mut rows = Vec::with_capacity(to.saturating_sub(from));
+    for (i, line) in content.lines.iter().enumerate().skip(first) {
+        let start = line_rows.get(i).copied().unwrap_or(0);
+        if start >= to {
+            break;
+        }
+        for (j, piece) in cut(line, room).into_iter().enumerate() {
+            let row = start + j;
+            if row < from {
+                continue;
+            }
+            if row >= to {
+                break;
+            }
             let mut spans = Vec::with_capacity(piece.len() + 1);
             if content.numbered {
                 let mark = if j == 0 {
@@ -221,37 +259,54 @@ fn wrap_rows(content: &Content<'_>, width: u16) -> (Vec<Line<'static>>, Vec<usiz
             rows.push(Line::from(spans));
         }
     }
-    (rows, line_rows)
+    rows
 }
 
-/// Cuts a line's spans into pieces of at most `room` columns (a continuation row is two
-/// columns narrower when unnumbered, for its mark).
-pub(super) fn cut(line: &Line<'static>, room: usize) -> Vec<Vec<Span<'static>>> {
-    let mut pieces = vec![Vec::new()];
+/// Walks a line's characters as they are cut into pieces of at most `room` columns, calling
+/// `each(span, character, starts_a_piece)`: the one place the breaking rule is written.
+fn walk(line: &Line<'static>, room: usize, mut each: impl FnMut(usize, char, bool)) {
     let mut used = 0;
-    for span in &line.spans {
-        let style: Style = line.style.patch(span.style);
-        let mut text = String::new();
+    for (i, span) in line.spans.iter().enumerate() {
         for c in span.content.chars() {
             let w = c.width().unwrap_or(0);
-            if used + w > room && used > 0 {
-                if !text.is_empty()
-                    && let Some(last) = pieces.last_mut()
-                {
-                    last.push(Span::styled(std::mem::take(&mut text), style));
-                }
-                pieces.push(Vec::new());
+            let breaks = used + w > room && used > 0;
+            if breaks {
                 used = 0;
             }
-            text.push(c);
+            each(i, c, breaks);
             used += w;
         }
+    }
+}
+
+/// Cuts a line's spans into pieces of at most `room` columns.
+pub(super) fn cut(line: &Line<'static>, room: usize) -> Vec<Vec<Span<'static>>> {
+    let style = |i: usize| -> Style {
+        line.style
+            .patch(line.spans.get(i).map(|s| s.style).unwrap_or_default())
+    };
+    let flush = |pieces: &mut Vec<Vec<Span<'static>>>, text: &mut String, span: usize| {
         if !text.is_empty()
             && let Some(last) = pieces.last_mut()
         {
-            last.push(Span::styled(text, style));
+            last.push(Span::styled(std::mem::take(text), style(span)));
         }
-    }
+    };
+    let mut pieces = vec![Vec::new()];
+    let mut text = String::new();
+    let mut at = 0;
+    walk(line, room, |span, c, breaks| {
+        if span != at {
+            flush(&mut pieces, &mut text, at);
+            at = span;
+        }
+        if breaks {
+            flush(&mut pieces, &mut text, at);
+            pieces.push(Vec::new());
+        }
+        text.push(c);
+    });
+    flush(&mut pieces, &mut text, at);
     pieces
 }
 
@@ -265,7 +320,10 @@ mod tests {
     fn content(theme: &Theme, n: usize, key: u64) -> Content<'_> {
         Content {
             key,
-            lines: (1..=n).map(|i| Line::from(format!("line {i}"))).collect(),
+            lines: (1..=n)
+                .map(|i| Line::from(format!("line {i}")))
+                .collect::<Vec<_>>()
+                .into(),
             numbered: true,
             styled: false,
             theme,
@@ -322,7 +380,7 @@ mod tests {
         let view = CodeView::default();
         let c = Content {
             key: 1,
-            lines: vec![Line::from("x".repeat(50)), Line::from("end")],
+            lines: vec![Line::from("x".repeat(50)), Line::from("end")].into(),
             numbered: true,
             styled: false,
             theme: &theme,
@@ -332,5 +390,27 @@ mod tests {
         assert!(screen.contains(" 2 end"), "{screen}");
         assert_eq!(screen.matches('x').count(), 50);
         assert_eq!(position, "");
+    }
+
+    /// A diff has no numbers, and its continuation rows carry a mark: the mark takes no
+    /// character of the line off the screen.
+    #[test]
+    fn a_wrapped_diff_line_keeps_every_character() {
+        let theme = Theme::load("dark", Depth::None).unwrap();
+        let view = CodeView::default();
+        let line: String = ('a'..='z').chain('A'..='Z').collect();
+        let c = Content {
+            key: 1,
+            lines: vec![Line::from(format!("+ {line}"))].into(),
+            numbered: false,
+            styled: false,
+            theme: &theme,
+        };
+        let (screen, _) = draw(&view, c, 20, 10);
+        let shown: String = screen
+            .lines()
+            .map(|row| row.trim_matches('"').trim_start_matches("↪ ").trim_end())
+            .collect();
+        assert_eq!(shown, format!("+ {line}"), "{screen}");
     }
 }

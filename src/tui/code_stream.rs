@@ -1,13 +1,16 @@
 //! A block's code while its tool call streams, shown in the code pane as it is written.
 //!
 //! The code only grows, a delta at a time, so everything here is done once per piece of it:
-//! the delta is appended (and its newlines counted), each complete line is highlighted once
-//! by a highlighter that keeps its state between frames, and only the last few hundred
-//! highlighted lines are kept. A frame wraps only the rows it shows: the end of the code,
-//! which is what is being written. A frame's cost does not grow with the block.
+//! the delta is appended (and its newlines counted), and each complete line is highlighted
+//! once by a highlighter that keeps its state between frames. A frame highlights for a
+//! bounded time: when the code arrives faster than it can be coloured, the end of it (what
+//! the pane shows) is drawn plain until the highlighter catches up, and no frame stalls.
+//! A frame wraps only the rows it shows. When the block is proposed, what was highlighted
+//! is handed to the code pane ([`super::code_cache`]), so no line is highlighted twice.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -15,11 +18,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::code::cut;
-use super::highlight::{Highlighter, ready};
+use super::highlight::{Highlighter, ready, syntax_id, visible};
 use super::theme::{Depth, Theme};
 
-/// Highlighted lines kept for the screen: more than any pane is tall.
-const KEEP: usize = 400;
+/// How long one frame may spend highlighting the streaming code.
+const BUDGET: Duration = Duration::from_millis(6);
 
 /// The code of the tool call streaming now.
 pub struct StreamingCode {
@@ -31,19 +34,44 @@ pub struct StreamingCode {
     /// Newlines in `code`.
     newlines: usize,
     view: RefCell<View>,
+    budget: Duration,
 }
+
+/// The theme and language a highlighting was done in, and whether highlighting was loaded.
+type ViewKey = (String, Depth, String, bool);
 
 /// What was highlighted so far, for the theme and language it was done in.
 #[derive(Default)]
 struct View {
-    key: Option<(String, Depth, String, bool)>,
+    key: Option<ViewKey>,
     highlighter: Option<Highlighter>,
     /// Bytes of the code whose lines are highlighted (up to a newline).
     taken: usize,
-    /// Complete lines highlighted.
-    done: usize,
-    /// The last of them, highlighted.
-    recent: VecDeque<Line<'static>>,
+    /// The complete lines highlighted so far.
+    lines: Vec<Line<'static>>,
+}
+
+/// What a stream highlighted, for the code pane to go on from.
+pub struct Highlighted {
+    key: ViewKey,
+    code: String,
+    pub(super) highlighter: Highlighter,
+    /// The complete lines highlighted, the first `taken` bytes of `code`.
+    pub(super) lines: Vec<Line<'static>>,
+    pub(super) taken: usize,
+}
+
+impl Highlighted {
+    /// Whether these lines are the start of `code` in `language`, highlighted as the pane
+    /// would highlight them now.
+    pub fn fits(&self, code: &str, language: &str, theme: &Theme) -> bool {
+        let (syntax, depth, streamed_language, was_ready) = &self.key;
+        *syntax == theme.syntax
+            && *depth == theme.depth
+            && *was_ready == ready()
+            && syntax_id(streamed_language) == syntax_id(language)
+            && code.starts_with(&self.code[..self.taken])
+    }
 }
 
 impl StreamingCode {
@@ -54,6 +82,7 @@ impl StreamingCode {
             code: String::new(),
             newlines: 0,
             view: RefCell::new(View::default()),
+            budget: BUDGET,
         }
     }
 
@@ -75,6 +104,28 @@ impl StreamingCode {
         self.newlines + usize::from(!self.code.is_empty() && !self.code.ends_with('\n'))
     }
 
+    /// Complete lines highlighted so far (they may be fewer than the lines that came).
+    pub fn highlighted_lines(&self) -> usize {
+        self.view.borrow().lines.len()
+    }
+
+    /// What was highlighted, for the code pane; None when nothing was.
+    pub fn into_highlighted(self) -> Option<Highlighted> {
+        let View {
+            key,
+            highlighter,
+            taken,
+            lines,
+        } = self.view.into_inner();
+        Some(Highlighted {
+            key: key?,
+            code: self.code,
+            highlighter: highlighter?,
+            lines,
+            taken,
+        })
+    }
+
     /// Draws the end of the code in `inner`, numbered and highlighted; returns the position
     /// text for the pane's border, empty when everything fits.
     pub fn draw(&self, frame: &mut Frame, inner: Rect, theme: &Theme) -> String {
@@ -91,23 +142,24 @@ impl StreamingCode {
         let View {
             highlighter,
             taken,
-            done,
-            recent,
+            lines,
             ..
         } = &mut *view;
         let Some(highlighter) = highlighter.as_mut() else {
             return String::new();
         };
+        // At least one line a frame, so that highlighting always moves on.
+        let started = Instant::now();
         while let Some(len) = self.code[*taken..].find('\n') {
             let line = &self.code[*taken..*taken + len];
-            recent.push_back(highlighter.line(line.strip_suffix('\r').unwrap_or(line)));
-            if recent.len() > KEEP {
-                recent.pop_front();
-            }
+            lines.push(highlighter.line(line.strip_suffix('\r').unwrap_or(line)));
             *taken += len + 1;
-            *done += 1;
+            if started.elapsed() >= self.budget {
+                break;
+            }
         }
-        let open = &self.code[*taken..];
+        let open_start = self.code.rfind('\n').map_or(0, |i| i + 1);
+        let open = &self.code[open_start..];
         let total = self.line_count();
         let digits = total.to_string().len().max(2);
         let room = (inner.width as usize).saturating_sub(digits + 1).max(4);
@@ -129,16 +181,32 @@ impl StreamingCode {
             }
         };
         if !open.is_empty() {
-            let line = highlighter.peek(open.strip_suffix('\r').unwrap_or(open));
+            let open = open.strip_suffix('\r').unwrap_or(open);
+            // Its colours depend on every line before it: plain while those are not done.
+            let line = if *taken == open_start {
+                highlighter.peek(open)
+            } else {
+                Line::raw(visible(open))
+            };
             numbered(total, &line, &mut rows);
             first_line = total;
         }
-        for (k, line) in recent.iter().rev().enumerate() {
+        // The complete lines, last first: highlighted when done, plain when not yet.
+        let complete = self.code[..open_start]
+            .strip_suffix('\n')
+            .map(|c| c.rsplit('\n'));
+        for (k, text) in complete.into_iter().flatten().enumerate() {
             if rows.len() >= height {
                 break;
             }
-            let number = *done - k;
-            numbered(number, line, &mut rows);
+            let number = self.newlines - k;
+            match lines.get(number - 1) {
+                Some(line) => numbered(number, line, &mut rows),
+                None => {
+                    let text = text.strip_suffix('\r').unwrap_or(text);
+                    numbered(number, &Line::raw(visible(text)), &mut rows);
+                }
+            }
             first_line = number;
         }
         let cut_top = rows.len().saturating_sub(height);
@@ -199,17 +267,79 @@ mod tests {
         assert!(shown.contains(" ↪ "), "{shown}");
     }
 
+    /// The colour of the first character of `text` on the screen, if shown.
+    fn colour_of(code: &StreamingCode, theme: &Theme, text: &str) -> Option<ratatui::style::Color> {
+        let (w, h) = (40, 10);
+        let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+        terminal
+            .draw(|f| {
+                code.draw(f, Rect::new(0, 0, w, h), theme);
+            })
+            .unwrap();
+        let buffer = terminal.backend().buffer();
+        for y in 0..h {
+            let row: String = (0..w)
+                .map(|x| buffer[(x, y)].symbol().to_string())
+                .collect();
+            if let Some(at) = row.find(text) {
+                let x = row[..at].chars().count() as u16;
+                return Some(buffer[(x, y)].fg);
+            }
+        }
+        None
+    }
+
+    /// Code that comes faster than it can be highlighted: a frame highlights what its time
+    /// allows (at least a line), draws the end plain meanwhile, and later frames catch up.
+    #[test]
+    fn a_frame_highlights_within_its_time_and_shows_the_rest_plain() {
+        crate::tui::highlight::load();
+        let theme = Theme::load("dark", Depth::TrueColor).unwrap();
+        let mut code = StreamingCode::new(0, Some("python".into()));
+        code.budget = Duration::ZERO;
+        for i in 0..300 {
+            code.push(&format!("def f_{i}(): return {i}\n"), None);
+        }
+        code.push("def open_line", None);
+        let (shown, position) = screen(&code, &theme, 40, 10);
+        assert_eq!(code.highlighted_lines(), 1, "one line a frame, at least");
+        assert!(
+            shown.contains("300 def f_299(): return 299") && shown.contains("301 def open_line"),
+            "the end is shown, plain: {shown}"
+        );
+        assert_eq!(position, "lines 292–301 of 301 ↑");
+        assert_eq!(
+            colour_of(&code, &theme, "def f_299"),
+            Some(ratatui::style::Color::Reset),
+            "not highlighted yet"
+        );
+        for _ in 0..400 {
+            if code.highlighted_lines() == 300 {
+                break;
+            }
+            screen(&code, &theme, 40, 10);
+        }
+        assert_eq!(code.highlighted_lines(), 300);
+        for text in ["def f_299", "def open_line"] {
+            let colour = colour_of(&code, &theme, text);
+            assert!(
+                matches!(colour, Some(ratatui::style::Color::Rgb(..))),
+                "{text} is highlighted once caught up: {colour:?}"
+            );
+        }
+    }
+
     #[test]
     fn a_frame_highlights_only_what_is_new() {
         let theme = Theme::load("dark", Depth::None).unwrap();
         let mut code = StreamingCode::new(0, None);
+        code.budget = Duration::from_secs(60);
         code.push(&"line\n".repeat(5000), None);
         screen(&code, &theme, 40, 10);
-        assert_eq!(code.view.borrow().done, 5000);
-        assert_eq!(code.view.borrow().recent.len(), KEEP);
+        assert_eq!(code.highlighted_lines(), 5000);
         code.push("more\n", None);
         screen(&code, &theme, 40, 10);
         let view = code.view.borrow();
-        assert_eq!((view.done, view.taken), (5001, code.code().len()));
+        assert_eq!((view.lines.len(), view.taken), (5001, code.code().len()));
     }
 }

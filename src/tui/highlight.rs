@@ -176,6 +176,15 @@ fn styled(st: &mut State, line: &str, depth: Depth) -> Option<Line<'static>> {
     ))
 }
 
+/// What a language name or fence tag is highlighted as: names highlighted alike (`py`,
+/// `Python`) give the same.
+pub fn syntax_id(language: &str) -> String {
+    match syntax_token(language) {
+        "txt" => language.to_ascii_lowercase(),
+        token => token.to_string(),
+    }
+}
+
 /// The syntect token for a language name or fence tag.
 fn syntax_token(language: &str) -> &str {
     match language.to_ascii_lowercase().as_str() {

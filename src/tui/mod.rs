@@ -14,6 +14,7 @@ mod browser_keys;
 mod browser_view;
 pub mod chat;
 pub mod code;
+pub mod code_cache;
 pub mod code_stream;
 pub mod highlight;
 pub mod keymap;

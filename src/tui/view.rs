@@ -12,7 +12,7 @@ use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph, Wrap};
 
 use super::app::{App, Busy, Focus};
 use super::bars::{draw_help, draw_input, draw_panel, draw_status};
-use super::highlight::{highlight, visible};
+use super::highlight::visible;
 use super::keymap::Action;
 use super::markdown::render_width;
 use super::theme::Theme;
@@ -161,7 +161,14 @@ fn tab_label(app: &App, pane: Focus, name: &str) -> String {
 fn code_height(app: &App, total: u16) -> u16 {
     let lines = match (&app.pending, &app.shown_block, &app.streaming_code) {
         (Some(p), _, _) if p.editor.is_some() => total / 2,
-        (Some(p), _, _) => p.content_lines() as u16 + 2,
+        (Some(p), _, _) => {
+            match &p.edited {
+                Some(edited) => cached_diff(app, p, edited).len(),
+                None => p.content_lines(),
+            }
+            .min(u16::MAX as usize - 2) as u16
+                + 2
+        }
         (None, _, Some(code)) => code.line_count().min(u16::MAX as usize - 2) as u16 + 2,
         (None, Some((b, _)), _) => b.code.lines().count() as u16 + 2,
         _ => 5,
@@ -374,16 +381,17 @@ fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
         let (title, lines, numbered) = match &pending.edited {
             Some(edited) => (
                 format!(" Diff · {language} · {position} · proposed → edited "),
-                diff_lines(app, &pending.block.code, edited),
+                cached_diff(app, pending, edited),
                 false,
             ),
             None => (
                 format!(" Code · {language} · {position} · awaiting your decision "),
-                cached_highlight(app, &pending.block.code, language),
+                app.code_cache
+                    .highlighted(&pending.block.code, language, &app.theme),
                 true,
             ),
         };
-        let styled = super::highlight::ready() && app.highlighting.borrow().is_none();
+        let styled = super::highlight::ready() && !app.code_cache.busy();
         let content = super::code::Content {
             key: pending.content_key(),
             lines,
@@ -426,12 +434,12 @@ fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
     };
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (code, &language).hash(&mut hasher);
-    let lines = cached_highlight(app, code, &language);
+    let lines = app.code_cache.highlighted(code, &language, &app.theme);
     let content = super::code::Content {
         key: hasher.finish(),
         lines,
         numbered: true,
-        styled: super::highlight::ready() && app.highlighting.borrow().is_none(),
+        styled: super::highlight::ready() && !app.code_cache.busy(),
         theme: &app.theme,
     };
     draw_code_content(frame, app, area, title, content, focused);
@@ -454,60 +462,11 @@ fn draw_code_content(
     }
 }
 
-/// Highlights once per distinct code: the frame that follows reuses it.
-/// Blocks larger than this are highlighted off the UI thread: the pane shows them plain at
-/// once and coloured when the work is done (a 400 KB block takes a second to highlight).
-const HIGHLIGHT_IN_BACKGROUND: usize = 64 * 1024;
-
-/// A block being highlighted off the UI thread.
-pub struct HighlightJob {
-    key: u64,
-    done: std::sync::Arc<std::sync::Mutex<Option<Vec<Line<'static>>>>>,
-}
-
-fn cached_highlight(app: &App, code: &str, language: &str) -> Vec<Line<'static>> {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (code, language, super::highlight::ready()).hash(&mut hasher);
-    let key = hasher.finish();
-    let mut cache = app.code_cache.borrow_mut();
-    if let Some((k, lines)) = cache.as_ref()
-        && *k == key
-    {
-        return lines.clone();
-    }
-    if !super::highlight::ready() || code.len() < HIGHLIGHT_IN_BACKGROUND {
-        let lines = highlight(code, language, &app.theme.syntax, app.theme.depth);
-        *cache = Some((key, lines.clone()));
-        return lines;
-    }
-    let mut job = app.highlighting.borrow_mut();
-    match job.as_ref() {
-        Some(running) if running.key == key => {
-            let finished = running.done.lock().ok().and_then(|mut d| d.take());
-            if let Some(lines) = finished {
-                *job = None;
-                *cache = Some((key, lines.clone()));
-                return lines;
-            }
-        }
-        _ => {
-            let done = std::sync::Arc::new(std::sync::Mutex::new(None));
-            let out = done.clone();
-            let (code, language) = (code.to_string(), language.to_string());
-            let (syntax, depth) = (app.theme.syntax.clone(), app.theme.depth);
-            std::thread::spawn(move || {
-                let lines = highlight(&code, &language, &syntax, depth);
-                if let Ok(mut out) = out.lock() {
-                    *out = Some(lines);
-                }
-            });
-            *job = Some(HighlightJob { key, done });
-        }
-    }
-    code.replace("\r\n", "\n")
-        .lines()
-        .map(|l| Line::raw(visible(l)))
-        .collect()
+/// The diff of an edited block, made once per edit.
+fn cached_diff(app: &App, pending: &super::app::Pending, edited: &str) -> super::code_cache::Lines {
+    app.code_cache.lines_for(pending.content_key(), || {
+        diff_lines(app, &pending.block.code, edited)
+    })
 }
 
 /// The unified diff between the proposed and the edited code, coloured.

@@ -885,13 +885,43 @@ fn a_large_block_shows_at_once_and_is_coloured_when_highlighting_is_done() {
         std::thread::sleep(std::time::Duration::from_millis(20));
         screen(&mut app, 160, 48);
     }
-    let lines = app
-        .code_cache
-        .borrow()
+    assert_eq!(
+        app.code_cache.finished_lines(),
+        Some(8000),
+        "the highlighted lines are cached"
+    );
+}
+
+/// A large block that was highlighted while it streamed is coloured on its first frame as
+/// a proposal: its lines are not highlighted a second time.
+#[test]
+fn a_large_block_highlighted_while_it_streamed_is_coloured_at_once() {
+    oi_tui::tui::highlight::load();
+    let mut app = App::new(Theme::load("dark", Depth::TrueColor).unwrap());
+    let code: String = (0..4000)
+        .map(|i| format!("value_{i} = {i} * 2  # a comment\n"))
+        .collect();
+    assert!(code.len() > 64 * 1024);
+    app.update(Msg::Engine(Event::RequestStarted { round: 1 }));
+    app.update(Msg::Engine(Event::BlockDelta {
+        index: 0,
+        language_tag: Some("python".into()),
+        delta: code.clone(),
+    }));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while app
+        .streaming_code
         .as_ref()
-        .map(|(_, lines)| lines.len())
-        .unwrap_or(0);
-    assert_eq!(lines, 8000, "the highlighted lines are cached");
+        .is_some_and(|c| c.highlighted_lines() < 4000)
+    {
+        assert!(std::time::Instant::now() < deadline, "never caught up");
+        screen(&mut app, 160, 48);
+    }
+    propose_code(&mut app, 1, &code);
+    let first = screen(&mut app, 160, 48);
+    assert!(first.contains("value_0 = 0 * 2"), "{first}");
+    assert!(!app.animating(), "nothing is highlighted in the background");
+    assert_eq!(app.code_cache.finished_lines(), Some(4000));
 }
 
 #[test]
