@@ -56,6 +56,8 @@ pub enum SessionsCommand {
     Delete { id: String },
     /// Give a session a new title.
     Rename { id: String, title: Vec<String> },
+    /// Rebuild a damaged store from what can be read of it (the damaged file is kept).
+    Repair,
 }
 
 /// The redactor for this process (see `Settings::redactor`).
@@ -141,6 +143,19 @@ pub fn unsaved() -> Vec<String> {
 
 /// `oi-tui sessions ...`; returns the exit status.
 pub fn run(args: SessionsArgs, settings: &Settings) -> i32 {
+    // A damaged store cannot be opened as a store: repair reads it its own way.
+    if let SessionsCommand::Repair = args.command {
+        return match crate::store::repair(&settings.data_dir) {
+            Ok(repaired) => {
+                crate::stdout::println(&visible(&repaired.to_string()));
+                0
+            }
+            Err(e) => {
+                eprintln!("oi-tui: {e}");
+                1
+            }
+        };
+    }
     let reads_only = matches!(
         args.command,
         SessionsCommand::List { .. }
@@ -253,6 +268,9 @@ fn command(store: &Store, command: SessionsCommand, redactor: &Redactor) -> Resu
             }
             store.rename(&id, &title).map_err(e)?;
             crate::stdout::println(&format!("Renamed session {id}."));
+        }
+        SessionsCommand::Repair => {
+            return Err("the store is repaired before it is opened".to_string());
         }
     }
     Ok(())

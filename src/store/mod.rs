@@ -9,6 +9,7 @@
 mod export;
 mod read;
 mod record;
+mod repair;
 mod replay;
 mod schema;
 mod write;
@@ -28,6 +29,7 @@ pub use read::{
     format_time,
 };
 pub use record::{Recorder, Redactor, StoreHealth};
+pub use repair::{Repaired, repair};
 pub use replay::UNFINISHED;
 
 /// The file name of the store inside the data directory.
@@ -37,9 +39,11 @@ pub const FILE: &str = "sessions.db";
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error(
-        "{path} is not a readable oi-tui session store ({reason}). It was left untouched; move it away, or use another --data-dir."
+        "{path} is not a readable oi-tui session store ({reason}). It was left untouched; if it is a damaged store, `oi-tui sessions repair` rebuilds it from what can be read; else move it away, or use another --data-dir."
     )]
     Corrupt { path: PathBuf, reason: String },
+    #[error("{path} is in use by another oi-tui: close it, then try again")]
+    Busy { path: PathBuf },
     #[error(
         "{path} is read-only{why}: oi-tui cannot record sessions in it. Make it writable (chmod u+w on the file and its directory), or use another --data-dir."
     )]
@@ -60,7 +64,7 @@ pub enum StoreError {
     NotFound(String),
     #[error("`{prefix}` matches {count} sessions; give more of the id")]
     Ambiguous { prefix: String, count: usize },
-    #[error("the session store failed: {0}")]
+    #[error("the session store failed: {}", describe(.0))]
     Sql(#[from] rusqlite::Error),
     #[error("cannot use the data directory {path}: {source}")]
     Io {
@@ -342,6 +346,10 @@ pub fn describe(e: &rusqlite::Error) -> String {
     };
     if what.is_empty() {
         e.to_string()
+    } else if e.sqlite_error_code() == Some(ErrorCode::DatabaseCorrupt) {
+        format!(
+            "{what} ({e}); once no oi-tui uses it, `oi-tui sessions repair` rebuilds it from what can be read"
+        )
     } else {
         format!("{what} ({e})")
     }

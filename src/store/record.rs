@@ -468,8 +468,14 @@ impl Keeper {
 
 /// A new session id: time-ordered and unique (`20261130-041530-3f9a2c`).
 fn new_id() -> String {
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!("{}-{}", local_stamp(), &random[..6])
+}
+
+/// The local time to the second, as `20261130-041530`.
+pub(super) fn local_stamp() -> String {
     // SAFETY: time(2) and localtime_r(3) write into locals we own.
-    let stamp = unsafe {
+    unsafe {
         let now = libc::time(std::ptr::null_mut());
         let mut tm: libc::tm = std::mem::zeroed();
         libc::localtime_r(&now, &mut tm);
@@ -482,7 +488,5 @@ fn new_id() -> String {
             tm.tm_min,
             tm.tm_sec
         )
-    };
-    let random = uuid::Uuid::new_v4().simple().to_string();
-    format!("{stamp}-{}", &random[..6])
+    }
 }

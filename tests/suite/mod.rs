@@ -18,6 +18,7 @@ mod sessions_browser;
 mod sessions_resume;
 mod signals;
 mod store_faults;
+mod store_repair;
 mod streaming_limits;
 mod suggest;
 mod support;
