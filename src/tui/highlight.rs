@@ -15,6 +15,10 @@ use super::theme::{Depth, adapt};
 
 const MAX_LINE: usize = 400;
 const MAX_LINES: usize = 3000;
+/// Lines of a fenced block highlighted in the chat; the rest is plain. The chat is a
+/// transcript: a long block is read in the code pane, and colouring thousands of its lines
+/// in the chat would stall the frame that shows the reply.
+const CHAT_MAX_LINES: usize = 400;
 
 struct Loaded {
     syntaxes: SyntaxSet,
@@ -58,14 +62,27 @@ pub fn highlight(
     code.lines().map(|line| highlighter.line(line)).collect()
 }
 
+/// [`highlight`] for a fenced block in the chat: its first `CHAT_MAX_LINES` lines.
+pub fn highlight_in_chat(
+    code: &str,
+    language: &str,
+    syntax_theme: &str,
+    depth: Depth,
+) -> Vec<Line<'static>> {
+    let code = code.replace("\r\n", "\n");
+    let mut highlighter = Highlighter::in_chat(language, syntax_theme, depth);
+    code.lines().map(|line| highlighter.line(line)).collect()
+}
+
 /// Highlights code line by line, keeping the parser's state between lines, so that code
 /// arriving a line at a time (a streaming fenced block) is highlighted once per line.
 /// [`highlight`] is this over all lines, so both give the same lines.
 pub struct Highlighter {
     state: Option<State>,
     depth: Depth,
-    /// Lines highlighted so far (past `MAX_LINES`, lines stay plain).
+    /// Lines highlighted so far (past `limit`, lines stay plain).
     count: usize,
+    limit: usize,
 }
 
 struct State {
@@ -105,6 +122,15 @@ impl Highlighter {
             state,
             depth,
             count: 0,
+            limit: MAX_LINES,
+        }
+    }
+
+    /// A highlighter for a fenced block in the chat (see `CHAT_MAX_LINES`).
+    pub fn in_chat(language: &str, syntax_theme: &str, depth: Depth) -> Highlighter {
+        Highlighter {
+            limit: CHAT_MAX_LINES,
+            ..Highlighter::new(language, syntax_theme, depth)
         }
     }
 
@@ -114,7 +140,7 @@ impl Highlighter {
         self.count += 1;
         let depth = self.depth;
         match &mut self.state {
-            Some(st) if index < MAX_LINES && line.chars().count() <= MAX_LINE => {
+            Some(st) if index < self.limit && line.chars().count() <= MAX_LINE => {
                 styled(st, line, depth).unwrap_or_else(|| plain(line))
             }
             _ => plain(line),
@@ -125,7 +151,7 @@ impl Highlighter {
     /// being written).
     pub fn peek(&self, line: &str) -> Line<'static> {
         match &self.state {
-            Some(st) if self.count < MAX_LINES && line.chars().count() <= MAX_LINE => {
+            Some(st) if self.count < self.limit && line.chars().count() <= MAX_LINE => {
                 let mut st = State {
                     loaded: st.loaded,
                     theme: st.theme,
@@ -220,6 +246,23 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert!(lines[0].spans.len() > 1, "keywords are styled");
         assert_eq!(lines[2].spans.len(), 1, "a huge line is left plain");
+    }
+
+    #[test]
+    fn the_chat_colours_the_start_of_a_long_block_only() {
+        load();
+        let code: String = (0..CHAT_MAX_LINES + 100)
+            .map(|i| format!("def f_{i}(): return {i}\n"))
+            .collect();
+        let lines = highlight_in_chat(&code, "python", "base16-ocean.dark", Depth::TrueColor);
+        assert_eq!(lines.len(), CHAT_MAX_LINES + 100);
+        assert!(lines[CHAT_MAX_LINES - 1].spans.len() > 1, "styled");
+        assert_eq!(lines[CHAT_MAX_LINES].spans.len(), 1, "plain");
+        let pane = highlight(&code, "python", "base16-ocean.dark", Depth::TrueColor);
+        assert!(
+            pane[CHAT_MAX_LINES].spans.len() > 1,
+            "the code pane colours more"
+        );
     }
 }
 

@@ -13,7 +13,7 @@ use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Par
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::highlight::{highlight, visible};
+use super::highlight::{highlight_in_chat, visible};
 pub use super::md_layout::Row;
 use super::md_layout::{self, clip, wrap_chars, wrap_words};
 use super::theme::Theme;
@@ -441,7 +441,7 @@ impl<'t> Renderer<'t> {
             self.line(header);
         }
         let room = self.width.saturating_sub(self.prefix_width()).max(1);
-        for line in highlight(&code, &tag, &self.theme.syntax, self.theme.depth) {
+        for line in highlight_in_chat(&code, &tag, &self.theme.syntax, self.theme.depth) {
             for row in code_rows(&line, self.theme, room) {
                 self.line(row);
             }

@@ -178,7 +178,7 @@ impl State {
             self.code = Some(OpenCode {
                 start,
                 taken: first_end + 1,
-                highlighter: Highlighter::new(tag, &theme.syntax, theme.depth),
+                highlighter: Highlighter::in_chat(tag, &theme.syntax, theme.depth),
                 lines,
                 closed: false,
             });
