@@ -57,9 +57,7 @@ pub fn highlight(
     syntax_theme: &str,
     depth: Depth,
 ) -> Vec<Line<'static>> {
-    let code = code.replace("\r\n", "\n");
-    let mut highlighter = Highlighter::new(language, syntax_theme, depth);
-    code.lines().map(|line| highlighter.line(line)).collect()
+    all_lines(code, Highlighter::new(language, syntax_theme, depth))
 }
 
 /// [`highlight`] for a fenced block in the chat: its first `CHAT_MAX_LINES` lines.
@@ -69,8 +67,11 @@ pub fn highlight_in_chat(
     syntax_theme: &str,
     depth: Depth,
 ) -> Vec<Line<'static>> {
+    all_lines(code, Highlighter::in_chat(language, syntax_theme, depth))
+}
+
+fn all_lines(code: &str, mut highlighter: Highlighter) -> Vec<Line<'static>> {
     let code = code.replace("\r\n", "\n");
-    let mut highlighter = Highlighter::in_chat(language, syntax_theme, depth);
     code.lines().map(|line| highlighter.line(line)).collect()
 }
 
