@@ -266,7 +266,16 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let state = match app.busy {
         Busy::Idle if app.pending.is_some() => "awaiting your decision".to_string(),
         Busy::Idle => "idle".to_string(),
-        Busy::Thinking(_) => format!("thinking… {}", SPINNER[app.spinner % SPINNER.len()]),
+        // With the code pane in another tab (80 columns), this says a block is coming.
+        Busy::Thinking(_) => match &app.streaming_code {
+            Some(code) => format!(
+                "writing a block, {} line{}… {}",
+                code.line_count(),
+                if code.line_count() == 1 { "" } else { "s" },
+                SPINNER[app.spinner % SPINNER.len()]
+            ),
+            None => format!("thinking… {}", SPINNER[app.spinner % SPINNER.len()]),
+        },
         Busy::Running(..) if app.terminal.waiting() => waiting_note(app),
         Busy::Running(_, since) => format!(
             "running {:.1} s {}",

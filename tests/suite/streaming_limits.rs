@@ -251,6 +251,9 @@ fn the_workbench_appends_deltas_and_draws_a_growing_block_cheaply() {
         shown.contains("print('second')") && !shown.contains("first"),
         "{shown}"
     );
+    // In tabs, where the code pane is hidden, the status bar says a block is coming.
+    let narrow = super::tui_states::screen(&mut app, 80, 24);
+    assert!(narrow.contains("writing a block, 1 line…"), "{narrow}");
     // 420 KB, a line at a time, a frame every 1000 lines: the frames together cost little
     // more than one highlighting pass over the code.
     let code = big_python(420 * 1024);
