@@ -121,14 +121,16 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
         return 1;
     }
     shutdown::on_exit_restore_terminal(restore_terminal);
-    let mut status = match event_loop(&mut app, handle, recorder, &settings, demo_mode).await {
-        Ok(()) => 0,
-        Err(e) => {
-            restore_terminal();
-            eprintln!("oi-tui: {e}");
-            1
-        }
-    };
+    // The last session's recorder stays open until what it could not save is known.
+    let (mut status, _last) =
+        match event_loop(&mut app, handle, recorder, &settings, demo_mode).await {
+            Ok(last) => (0, last),
+            Err(e) => {
+                restore_terminal();
+                eprintln!("oi-tui: {e}");
+                (1, None)
+            }
+        };
     restore_terminal();
     // The banner went with the screen: what could not be saved is said once more, here.
     let mut missing = crate::sessions::unsaved();
@@ -193,7 +195,12 @@ async fn engine_config(
     Ok((config, Some(setup)))
 }
 
+/// Whether the workbench holds the terminal (so that it is given back once: leaving the
+/// alternate screen twice would move the cursor back over what was printed since).
+static HOLDS_TERMINAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn enter_terminal() -> std::io::Result<()> {
+    HOLDS_TERMINAL.store(true, std::sync::atomic::Ordering::SeqCst);
     enable_raw_mode()?;
     execute!(
         std::io::stdout(),
@@ -205,6 +212,9 @@ fn enter_terminal() -> std::io::Result<()> {
 
 /// Puts the terminal back: raw mode off, the main screen back, the cursor shown.
 pub fn restore_terminal() {
+    if !HOLDS_TERMINAL.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
     let _ = execute!(
         std::io::stdout(),
         DisableBracketedPaste,
@@ -221,7 +231,7 @@ async fn event_loop(
     recorder: Option<std::sync::Arc<crate::store::Recorder>>,
     settings: &Settings,
     demo_mode: bool,
-) -> std::io::Result<()> {
+) -> std::io::Result<Option<std::sync::Arc<crate::store::Recorder>>> {
     let engine::EngineHandle {
         mut ops,
         mut events,
@@ -340,7 +350,7 @@ async fn event_loop(
     }
     let _ = ops.send(Op::Shutdown);
     let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
-    Ok(())
+    Ok(session.recorder)
 }
 
 /// The session being recorded, for `/export`.

@@ -228,3 +228,35 @@ async fn repair_waits_for_no_one_and_touches_nothing_while_the_store_is_in_use()
         "a store that is not damaged can be rebuilt too: {stdout}"
     );
 }
+
+/// The workbench on a damaged store, as a person sees it at 80×24: the banner says the
+/// session is not being saved and how to repair the store; quitting says again, after the
+/// screen is gone, what could not be saved, and exits 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workbench_on_a_damaged_store_says_so_until_it_quits() {
+    let server = ModelServer::start(vec![
+        Reply::text("A first session."),
+        Reply::text("An answer nobody can save."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (code, _, stderr) = task(&server, &data, "make the store").await;
+    assert_eq!(code, 0, "{stderr}");
+    let db = data.join("sessions.db");
+    damage_page(&db, root_page(&db, "search_data"));
+    let tmux = super::tmux::Tmux::workbench(&server.base("openai"), dir.path(), (80, 24), "", "");
+    tmux.wait_for("Message the model").await;
+    tmux.type_text("hello there");
+    tmux.send(&["Enter"]);
+    let screen = tmux.wait_for("NOT SAVED").await;
+    assert!(screen.contains("An answer nobody can save."), "{screen}");
+    tmux.send(&["C-q"]);
+    let screen = tmux.wait_for("EXIT=").await;
+    assert!(screen.contains("EXIT=1"), "{screen}");
+    let said = screen.replace('\n', " ");
+    assert!(
+        said.contains("could not be saved") && said.contains("sessions repair"),
+        "{screen}"
+    );
+}

@@ -47,7 +47,8 @@ impl Tmux {
         Tmux::start(
             &format!(
                 "bash --noprofile --norc -c \"{}\"",
-                command.replace('"', "\\\"")
+                // Quoted for the shell tmux starts, so that `$?` reaches bash.
+                command.replace('"', "\\\"").replace('$', "\\$")
             ),
             width,
             height,

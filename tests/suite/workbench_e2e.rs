@@ -280,6 +280,6 @@ async fn a_16_colour_terminal_keeps_syntax_diff_and_focus_colours() {
             "{term}: added {added:?}\n{screen}"
         );
         tmux.send(&["C-q"]);
-        tmux.wait_for("EXIT=").await;
+        tmux.wait_for("EXIT=0").await;
     }
 }
