@@ -92,11 +92,11 @@ pub struct Options {
     pub max_retries: Option<u32>,
     /// The most bytes one reply of the model may have; a longer one is cut there, what came
     /// before it kept (default 4194304, 4 MB).
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", value_parser = reply_bytes)]
     pub max_reply_bytes: Option<u64>,
     /// Seconds one reply of the model may take; a longer one is cut there, what came before
     /// it kept (default 1800).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = reply_seconds, allow_negative_numbers = true)]
     pub reply_timeout: Option<f64>,
     /// Resume a saved session (an id, any unique prefix of one, or `last`, the default).
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "last")]
@@ -240,6 +240,24 @@ pub struct RunArgs {
     /// Print each result as a JSON line on stdout instead of the live output.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A reply size on the command line, within the range settings allow.
+fn reply_bytes(text: &str) -> Result<u64, String> {
+    let value: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of bytes"))?;
+    crate::config::reply_bytes_setting(value)
+}
+
+/// A reply time limit on the command line, within the range settings allow.
+fn reply_seconds(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    crate::config::reply_timeout_setting(value).map(|_| value)
 }
 
 /// A number of seconds on the command line, within the range settings allow.

@@ -519,33 +519,63 @@ pub fn load(
     })
 }
 
-/// The smallest and largest reply size that may be configured.
-const REPLY_BYTES: std::ops::RangeInclusive<u64> = 1024..=1024 * 1024 * 1024;
+/// The smallest and largest reply size that may be configured. The largest is what the
+/// session store keeps in memory while a write waits (64 MB) with room to spare, and keeps
+/// the few copies of a reply oi-tui holds within a few hundred megabytes.
+const REPLY_BYTES: std::ops::RangeInclusive<u64> = 1024..=16 * 1024 * 1024;
 
 /// `max_reply_bytes`, within its range, or the default.
 fn reply_bytes(value: Option<u64>) -> Result<usize, String> {
     match value {
         None => Ok(crate::llm::DEFAULT_MAX_REPLY_BYTES),
-        Some(n) if REPLY_BYTES.contains(&n) => Ok(n as usize),
-        Some(n) => Err(format!(
-            "max_reply_bytes = {n}: give a number of bytes from {} to {} (the default is {})",
+        Some(n) => reply_bytes_setting(n)
+            .map(|n| n as usize)
+            .map_err(|why| format!("max_reply_bytes = {n}: {why}")),
+    }
+}
+
+/// A reply size within its range, or why not (for the config file and the command line).
+pub fn reply_bytes_setting(n: u64) -> Result<u64, String> {
+    if REPLY_BYTES.contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "give a number of bytes from {} to {} (16 MB; the default is {})",
             REPLY_BYTES.start(),
             REPLY_BYTES.end(),
             crate::llm::DEFAULT_MAX_REPLY_BYTES
-        )),
+        ))
     }
 }
 
 /// `reply_timeout` in seconds, within its range (a second to a week), or the default.
 fn reply_timeout(value: Option<f64>) -> Result<Duration, String> {
-    const WEEK: f64 = 7.0 * 24.0 * 3600.0;
     match value {
         None => Ok(crate::llm::DEFAULT_REPLY_TIMEOUT),
-        Some(secs) if (1.0..=WEEK).contains(&secs) => Ok(Duration::from_secs_f64(secs)),
-        Some(secs) => Err(format!(
-            "reply_timeout = {secs}: give a number of seconds from 1 to {WEEK} (the default is {})",
+        Some(secs) => reply_timeout_setting(secs)
+            .map_err(|why| format!("reply_timeout = {}: {why}", short_number(secs))),
+    }
+}
+
+/// A reply time limit within its range, or why not.
+pub fn reply_timeout_setting(secs: f64) -> Result<Duration, String> {
+    const WEEK: f64 = 7.0 * 24.0 * 3600.0;
+    if (1.0..=WEEK).contains(&secs) {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(format!(
+            "give a number of seconds from 1 to {WEEK} (a week; the default is {})",
             crate::llm::DEFAULT_REPLY_TIMEOUT.as_secs()
-        )),
+        ))
+    }
+}
+
+/// A number as a person wrote it, short: `1e308`, not its 309 digits.
+fn short_number(value: f64) -> String {
+    if value.is_finite() && value.abs() < 1e9 {
+        format!("{value}")
+    } else {
+        format!("{value:e}")
     }
 }
 

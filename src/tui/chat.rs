@@ -353,6 +353,37 @@ impl Chat {
     }
 }
 
+/// Bytes of a reply shown in the chat, half from its start and half from its end: a reply
+/// of megabytes (a model repeating itself until it was cut) would take tens of megabytes
+/// of lines, and is read whole in the export.
+const SHOWN_REPLY: usize = 256 * 1024;
+
+/// A reply too long for the chat, as its start, the bytes left out and its end (each cut
+/// where a line or a word begins); None when it is shown whole.
+fn folded(text: &str) -> Option<(&str, usize, &str)> {
+    if text.len() <= SHOWN_REPLY {
+        return None;
+    }
+    let half = SHOWN_REPLY / 2;
+    let mut head = half;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let head = text[..head]
+        .rfind('\n')
+        .filter(|&i| i > half / 2)
+        .unwrap_or(head);
+    let mut tail = text.len() - half;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    let tail = text[tail..]
+        .char_indices()
+        .find(|(_, c)| c.is_whitespace())
+        .map_or(tail, |(i, c)| tail + i + c.len_utf8());
+    Some((&text[..head], tail - head, &text[tail..]))
+}
+
 /// One entry's lines (Markdown already fitted to `width`), with a blank line after it.
 fn entry_lines(entry: &Entry, theme: &Theme, width: u16) -> Vec<Line<'static>> {
     let mut lines = match entry {
@@ -363,7 +394,20 @@ fn entry_lines(entry: &Entry, theme: &Theme, width: u16) -> Vec<Line<'static>> {
         }
         Entry::Assistant(text) => {
             let mut lines = vec![Line::from(Span::styled("oi", theme.assistant))];
-            lines.extend(render_width(text, theme, width));
+            match folded(text) {
+                None => lines.extend(render_width(text, theme, width)),
+                Some((start, left_out, end)) => {
+                    lines.extend(render_width(start, theme, width));
+                    lines.push(Line::styled(
+                        format!(
+                            "… {} KB of this reply are not shown here; `/export` or `oi-tui sessions show` has all of it …",
+                            left_out / 1024
+                        ),
+                        theme.muted,
+                    ));
+                    lines.extend(render_width(end, theme, width));
+                }
+            }
             lines
         }
         Entry::Block {
@@ -464,6 +508,32 @@ mod tests {
 
     fn text(lines: &[Line<'static>]) -> Vec<String> {
         lines.iter().map(|l| l.to_string()).collect()
+    }
+
+    /// A reply of megabytes shows its start and its end, says how much is left out and
+    /// where to read it, and takes a bounded number of lines.
+    #[test]
+    fn a_reply_of_megabytes_is_folded_in_the_chat() {
+        let theme = Theme::load("dark", Depth::None).unwrap();
+        let reply = format!(
+            "The first words. {} The last words é",
+            "é more text ".repeat(100_000)
+        );
+        let lines = entry_lines(&Entry::Assistant(reply.clone()), &theme, 80);
+        let shown = text(&lines);
+        assert!(shown[1].starts_with("The first words."), "{}", shown[1]);
+        let squeezed: String = shown.concat().split_whitespace().collect();
+        assert!(squeezed.ends_with("Thelastwordsé"), "{:?}", shown.last());
+        let marker = shown
+            .iter()
+            .find(|l| l.contains("of this reply are not shown here"))
+            .expect("a marker");
+        assert!(marker.contains("/export"), "{marker}");
+        assert!(lines.len() < SHOWN_REPLY / 40, "{} lines", lines.len());
+        assert!(reply.len() > 1_000_000);
+        // Short replies are whole.
+        let lines = entry_lines(&Entry::Assistant("short".into()), &theme, 80);
+        assert!(!text(&lines).iter().any(|l| l.contains("not shown")));
     }
 
     #[test]

@@ -21,6 +21,12 @@ use super::markdown::{code_header, code_rows, options, render_width};
 use super::md_layout::clip;
 use super::theme::{Depth, Theme};
 
+/// Lines of a streaming message kept for the screen: the chat follows its end while it
+/// streams. A longer message shows its start again when it is complete.
+const LIVE_LINES: usize = 2000;
+/// Bytes of an open block (a paragraph that has not ended) rendered for the screen: its end.
+const LIVE_TAIL: usize = 64 * 1024;
+
 /// The cached rendering of a streaming message. Interior mutability lets a frame (which
 /// only reads the app) update it.
 #[derive(Default)]
@@ -44,6 +50,8 @@ struct State {
     code_shown: bool,
     /// Bytes of Markdown parsed or rendered by the last update.
     cost: usize,
+    /// Lines were left out of the start (a very long message): a marker says so.
+    cut: bool,
 }
 
 /// A fenced block still open: its complete lines rendered once, its last line each time.
@@ -69,7 +77,13 @@ impl StreamView {
             Some(c) if st.code_shown => &c.lines[..],
             _ => &[][..],
         };
-        let mut lines = Vec::with_capacity(st.done.len() + code.len() + st.tail.len() + 1);
+        let mut lines = Vec::with_capacity(st.done.len() + code.len() + st.tail.len() + 2);
+        if st.cut {
+            lines.push(Line::styled(
+                "… (a long reply: its start shows again when it is complete)",
+                theme.muted,
+            ));
+        }
         lines.extend(st.done.iter().cloned());
         if !lines.is_empty() && (!code.is_empty() || !st.tail.is_empty()) {
             lines.push(Line::default());
@@ -114,10 +128,20 @@ impl State {
             .code
             .as_ref()
             .is_some_and(|c| c.start == self.done_text.len() && !c.closed);
+        // In a very long open block only its end is looked at: a frame's cost stays bounded.
+        let from = if open.len() > LIVE_TAIL {
+            boundary(open, open.len() - LIVE_TAIL)
+        } else {
+            0
+        };
         if !in_fence {
-            cost += open.len();
+            cost += open.len() - from;
         }
-        if let Some(end) = (!in_fence).then(|| last_block_start(open)).flatten() {
+        let found = (!in_fence)
+            .then(|| last_block_start(&open[from..]))
+            .flatten()
+            .map(|end| from + end);
+        if let Some(end) = found {
             let finished = &open[..end];
             cost += finished.len();
             let lines = render_width(finished, theme, width);
@@ -126,6 +150,10 @@ impl State {
             }
             self.done.extend(lines);
             self.done_text.push_str(finished);
+            if self.done.len() > LIVE_LINES {
+                self.done.drain(..self.done.len() - LIVE_LINES);
+                self.cut = true;
+            }
         }
         let start = self.done_text.len();
         let tail = &text[start..];
@@ -135,6 +163,16 @@ impl State {
             cost += spent;
         } else {
             self.code_shown = false;
+            // A paragraph that does not end: its last part, from a word's start.
+            let tail = if tail.len() > LIVE_TAIL {
+                self.cut = true;
+                let from = boundary(tail, tail.len() - LIVE_TAIL);
+                let rest = &tail[from..];
+                rest.find(char::is_whitespace)
+                    .map_or(rest, |i| rest[i..].trim_start())
+            } else {
+                tail
+            };
             let shown = display_text(tail);
             cost += shown.len();
             self.tail = render_width(&shown, theme, width);
@@ -204,6 +242,10 @@ impl State {
             );
             code.taken += len + 1;
             spent += len + 1;
+            if code.lines.len() > LIVE_LINES {
+                code.lines.drain(..code.lines.len() - LIVE_LINES);
+                self.cut = true;
+            }
         }
         let mut lines = Vec::new();
         let partial = &tail[code.taken..];
@@ -222,6 +264,13 @@ impl State {
         }
         Some((lines, spent))
     }
+}
+
+/// The first character boundary of `text` at or after `at`.
+fn boundary(text: &str, at: usize) -> usize {
+    (at..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len())
 }
 
 /// Where the last top-level block of `text` that follows a blank line starts (the start of
@@ -555,6 +604,62 @@ mod tests {
         assert!(text.len() > 20_000);
         assert!(worst < 400, "an update rendered {worst} bytes");
         assert!(view.finished_len() > text.len() - 100);
+    }
+
+    /// A reply that never ends its paragraph (a model repeating itself): each update
+    /// renders only the end of it, and the lines kept stay bounded, with a marker.
+    #[test]
+    fn a_paragraph_without_end_costs_a_bounded_amount_per_update() {
+        let theme = theme();
+        let view = StreamView::default();
+        let mut streamed = String::new();
+        let mut worst = 0;
+        let mut longest = 0;
+        for _ in 0..200 {
+            streamed.push_str(&"more text ".repeat(500));
+            let lines = view.lines(&streamed, &theme, 80);
+            worst = worst.max(view.last_cost());
+            longest = longest.max(lines.len());
+        }
+        assert!(streamed.len() >= 1_000_000);
+        assert!(
+            worst <= 2 * LIVE_TAIL + 16,
+            "an update rendered {worst} bytes"
+        );
+        let lines = view.lines(&streamed, &theme, 80);
+        assert!(longest <= LIVE_LINES + LIVE_TAIL / 40, "{longest} lines");
+        let first: String = lines[0].spans.iter().map(|s| s.content.as_ref()).collect();
+        assert!(first.contains("its start shows again"), "{first}");
+        let last: String = lines[lines.len() - 1]
+            .spans
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect();
+        assert!(last.contains("more text"), "{last}");
+    }
+
+    /// Many short paragraphs: the finished lines kept for the screen stay bounded too.
+    #[test]
+    fn a_very_long_reply_keeps_its_last_lines_for_the_screen() {
+        let theme = theme();
+        let view = StreamView::default();
+        let mut streamed = String::new();
+        for i in 0..6000 {
+            streamed.push_str(&format!("Paragraph {i}.\n\n"));
+            if i % 50 == 0 {
+                view.lines(&streamed, &theme, 80);
+            }
+        }
+        streamed.push_str("The end");
+        let lines = view.lines(&streamed, &theme, 80);
+        assert!(lines.len() <= LIVE_LINES + 10, "{}", lines.len());
+        let text: Vec<String> = lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        assert!(text[0].contains("its start shows again"), "{}", text[0]);
+        assert!(text.iter().any(|l| l.contains("Paragraph 5999.")));
+        assert!(text.last().is_some_and(|l| l.contains("The end")));
     }
 
     #[test]

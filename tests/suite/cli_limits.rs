@@ -65,6 +65,48 @@ fn seconds_out_of_range_are_usage_errors_with_the_range() {
     );
 }
 
+/// The reply's limits: out of range is a usage error naming the range, on the command line
+/// (status 2) and in the config file, and a huge number is not echoed digit by digit. The
+/// largest reply allowed is one the store can keep.
+#[test]
+fn reply_limits_out_of_range_are_usage_errors_with_the_range() {
+    let dir = tempfile::tempdir().expect("dir");
+    for (args, range) in [
+        (["--reply-timeout", "1e308"], "from 1 to 604800 (a week"),
+        (["--reply-timeout", "-5"], "from 1 to 604800 (a week"),
+        (["--max-reply-bytes", "0"], "from 1024 to 16777216 (16 MB"),
+        (
+            ["--max-reply-bytes", "104857600"],
+            "from 1024 to 16777216 (16 MB",
+        ),
+    ] {
+        let out = oi_tui(dir.path())
+            .args(args)
+            .args(["--task", "x", "--model", "openai/x"])
+            .args(["--api-base", "http://127.0.0.1:9/v1"])
+            .output()
+            .expect("ran");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(range), "{args:?}: {err}");
+    }
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "reply_timeout = 1e308\n").expect("config");
+    let out = oi_tui(dir.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["--task", "x", "--model", "openai/x"])
+        .args(["--api-base", "http://127.0.0.1:9/v1"])
+        .output()
+        .expect("ran");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("reply_timeout = 1e308: give a number"),
+        "{err}"
+    );
+    assert!(!err.contains("0000000000"), "{err}");
+}
+
 /// Runs the command with its standard output closed after the first line is read.
 fn first_line_then_close(mut cmd: Command) -> (String, std::process::ExitStatus, String) {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
