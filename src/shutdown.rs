@@ -55,6 +55,9 @@ pub fn exit(status: i32) -> ! {
             hook();
         }
     }
+    // What started while the first pass ran (a kernel already on its way) goes too, with
+    // its temp directory.
+    reaper::kill_all();
     restore_terminal();
     std::process::exit(status)
 }

@@ -96,6 +96,10 @@ impl Kernel {
         prefix: &[OsString],
         size: PtySize,
     ) -> io::Result<Kernel> {
+        // Nothing new starts while oi-tui leaves (its temp directory would stay behind).
+        if crate::shutdown::leaving() {
+            return Err(io::Error::other("oi-tui is stopping: no kernel starts"));
+        }
         // 0700 from the start: it holds the code of every block.
         let dir = super::tempdirs::create(&std::env::temp_dir(), language)?;
         let (driver_name, driver_source) = driver(language);

@@ -138,11 +138,14 @@ async fn a_closed_pipe_ends_json_and_sessions_output_quietly() {
         Reply::text("Done, and here is a long answer."),
     ])
     .await;
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("tmp");
     let mut cmd = oi_tui(dir.path());
     cmd.args(["-y", "--json", "--task", "go", "--model", "openai/scripted"])
         .args(["--api-base", &server.base("openai"), "--api-key", "k"])
         .arg("--data-dir")
-        .arg(dir.path().join("data"));
+        .arg(dir.path().join("data"))
+        .env("TMPDIR", &tmp);
     let (first, status, err) = tokio::task::spawn_blocking(move || first_line_then_close(cmd))
         .await
         .expect("joined");
@@ -152,6 +155,9 @@ async fn a_closed_pipe_ends_json_and_sessions_output_quietly() {
         status.code() == Some(141) || status.code() == Some(0) || status.signal() == Some(13),
         "{status:?}: {err}"
     );
+    // Nothing is left behind: no kernel directory, even one started as it left.
+    let left: Vec<_> = std::fs::read_dir(&tmp).expect("tmp").collect();
+    assert!(left.is_empty(), "{left:?}");
 
     // The session it left has many lines: show it into a closed pipe.
     let list = oi_tui(dir.path())
@@ -200,4 +206,52 @@ async fn global_options_after_the_subcommand_and_an_empty_reply_said() {
     );
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
+}
+
+/// Standard output that cannot be written (a full disk under a log file) is said, and ends
+/// the run with status 1 before anything more runs unseen; the same for `sessions`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_standard_output_is_said_and_fails() {
+    let dir = tempfile::tempdir().expect("dir");
+    let server = ModelServer::start(vec![
+        Reply::text("First words.").and_tool("shell", "touch ran-unseen"),
+        Reply::text("Done."),
+    ])
+    .await;
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full")
+    };
+    for json in [false, true] {
+        let out = oi_tui(dir.path())
+            .args(["-y", "--task", "go", "--model", "openai/scripted"])
+            .args(["--api-base", &server.base("openai"), "--api-key", "k"])
+            .args(json.then_some("--json"))
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .stdout(full())
+            .output()
+            .expect("ran");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("cannot write to standard output: No space left on device"),
+            "{err}"
+        );
+        assert!(
+            !dir.path().join("ran-unseen").exists(),
+            "a block ran unseen"
+        );
+    }
+    let out = oi_tui(dir.path())
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(["sessions", "list"])
+        .stdout(full())
+        .output()
+        .expect("ran");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write to standard output"));
 }
