@@ -163,6 +163,20 @@ pub fn run(args: SessionsArgs, settings: &Settings) -> i32 {
             | SessionsCommand::Search { .. }
             | SessionsCommand::Export { .. }
     );
+    // Reading creates nothing: a mistyped --data-dir must not leave a new store behind.
+    if reads_only && !settings.data_dir.join(crate::store::FILE).exists() {
+        let dir = visible(&settings.data_dir.display().to_string());
+        if let SessionsCommand::List { json, .. } = args.command {
+            crate::stdout::println(&if json {
+                "[]".to_string()
+            } else {
+                format!("No sessions yet: nothing was recorded in {dir}.")
+            });
+            return 0;
+        }
+        eprintln!("oi-tui: no sessions in {dir}: nothing was recorded there (check --data-dir)");
+        return 1;
+    }
     let store = match Store::open(&settings.data_dir) {
         Ok(store) => store,
         // A store oi-tui may not write can still be read.

@@ -255,3 +255,34 @@ async fn a_full_standard_output_is_said_and_fails() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write to standard output"));
 }
+
+/// Reading sessions creates nothing: a mistyped `--data-dir` is said, not answered with a
+/// new, empty store.
+#[test]
+fn reading_sessions_from_a_directory_without_a_store_creates_nothing() {
+    let dir = tempfile::tempdir().expect("dir");
+    let nosuch = dir.path().join("nosuch");
+    let run = |args: &[&str]| {
+        oi_tui(dir.path())
+            .arg("--data-dir")
+            .arg(&nosuch)
+            .arg("sessions")
+            .args(args)
+            .output()
+            .expect("ran")
+    };
+    let out = run(&["list"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("No sessions yet"));
+    let out = run(&["list", "--json"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
+    for args in [&["show", "last"][..], &["search", "x"], &["export", "last"]] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("check --data-dir"),
+            "{args:?}"
+        );
+    }
+    assert!(!nosuch.exists(), "nothing was created");
+}
