@@ -28,7 +28,7 @@ pub use read::{
     Exported, Hit, INTERRUPTED, SessionRow, StoredBlock, StoredEvent, StoredMessage, Transcript,
     format_time,
 };
-pub use record::{Recorder, Redactor, StoreHealth};
+pub use record::{CANNOT_SAVE, Recorder, Redactor, StoreHealth};
 pub use repair::{Repaired, repair};
 pub use replay::UNFINISHED;
 

@@ -303,6 +303,9 @@ impl Recorder {
     }
 }
 
+/// How a `StoreTrouble` message begins; the workbench's banner says it in its own words.
+pub const CANNOT_SAVE: &str = "The session cannot be saved: ";
+
 /// The writer thread: writes in order, keeps what failed, tries again, and reports.
 struct Keeper {
     writer: Writer,
@@ -431,10 +434,11 @@ impl Keeper {
         self.set_health(Some(reason.clone()));
         if new || lost_now {
             let health = self.health();
+            // The reason first: a banner 80 columns wide shows that much at least.
             let mut message = format!(
-                "The session cannot be saved to {}: {reason}. oi-tui keeps {} in memory and tries again; keep it running until this note goes away.",
-                health.path,
+                "{CANNOT_SAVE}{reason}. oi-tui keeps {} in memory and tries again (the store: {}).",
                 steps(health.unsaved.max(1)),
+                health.path,
             );
             if self.lost > 0 {
                 message.push_str(&format!(

@@ -246,7 +246,10 @@ pub(super) fn draw_input(frame: &mut Frame, app: &App, area: Rect) {
 pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     // The session cannot be saved: that stays in view until it can again.
     if let Some(trouble) = &app.store_trouble {
-        let text = format!(" ⚠ NOT SAVED: {trouble}");
+        let why = trouble
+            .strip_prefix(crate::store::CANNOT_SAVE)
+            .unwrap_or(trouble);
+        let text = format!(" ⚠ NOT SAVED: {why}");
         frame.render_widget(
             Paragraph::new(Line::styled(
                 text,

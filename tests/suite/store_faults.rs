@@ -333,17 +333,21 @@ fn the_workbench_shows_store_trouble_until_the_store_recovers() {
     let before = super::tui_states::screen(&mut app, 100, 24);
     assert!(!before.contains("NOT SAVED"), "{before}");
     app.update(Msg::Engine(Event::StoreTrouble {
-        message: "The session cannot be saved to /data/sessions.db: the disk is full.".into(),
+        message: format!(
+            "{}the disk is full. oi-tui keeps 2 steps in memory and tries again (the store: /data/sessions.db).",
+            oi_tui::store::CANNOT_SAVE
+        ),
         unsaved: 2,
     }));
-    let trouble = super::tui_states::screen(&mut app, 100, 24);
+    // At 80 columns too, the banner says why before anything else.
+    let trouble = super::tui_states::screen(&mut app, 80, 24);
     let last = trouble
         .lines()
         .rev()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("");
     assert!(
-        last.contains("NOT SAVED") && last.contains("disk is full"),
+        last.contains("NOT SAVED: the disk is full"),
         "a banner on the bottom line: {trouble}"
     );
     // It stays through other events.
@@ -367,7 +371,10 @@ fn closing_the_workbench_with_trouble_says_it_after_the_screen_is_gone() {
     let mut app = super::tui_states::fresh();
     assert_eq!(app.exit_report(), None);
     app.update(Msg::Engine(Event::StoreTrouble {
-        message: "The session cannot be saved to /data/sessions.db: the disk is full.".into(),
+        message: format!(
+            "{}the disk is full. oi-tui keeps 2 steps in memory and tries again (the store: /data/sessions.db).",
+            oi_tui::store::CANNOT_SAVE
+        ),
         unsaved: 2,
     }));
     let report = app.exit_report().expect("a report");
