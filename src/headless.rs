@@ -301,6 +301,8 @@ struct Transcript {
     at_line_start: bool,
     /// Keeps a block's live output to colours and cursor movement.
     filter: OutputFilter,
+    /// A block's live output as plain lines, for a file or a pipe.
+    plain: crate::headless_live::PlainLines,
     /// A carriage return that ended the last text delta: shown as `␍` unless a line break
     /// follows in the next one (`\r\n` is a plain line break).
     held_cr: bool,
@@ -317,6 +319,7 @@ impl Transcript {
             message: String::new(),
             at_line_start: true,
             filter: OutputFilter::new(),
+            plain: crate::headless_live::PlainLines::default(),
             held_cr: false,
         }
     }
@@ -458,6 +461,12 @@ impl Transcript {
                     }
                     crate::stdout::write(&data);
                     self.at_line_start = data.ends_with(b"\n");
+                } else {
+                    // A file or a pipe: each line as it ends, so the log is live.
+                    let lines = self.plain.push(data);
+                    if !lines.is_empty() {
+                        self.print(&visible(&lines));
+                    }
                 }
             }
             Event::ExecFinished { result, .. } => self.finished(result),
@@ -497,7 +506,14 @@ impl Transcript {
 
     fn finished(&mut self, result: &RunResult) {
         if !self.raw_output {
-            self.print(&visible(&result.output));
+            // The lines went out as they came; what did not come live (a result with no
+            // terminal output) is printed whole.
+            let (rest, live) = self.plain.finish();
+            if live {
+                self.print(&visible(&rest));
+            } else {
+                self.print(&visible(&result.output));
+            }
         }
         self.line_break();
         let mark = match result.status {

@@ -8,6 +8,7 @@ pub mod demo;
 pub mod engine;
 pub mod exec;
 pub mod headless;
+mod headless_live;
 pub mod llm;
 pub mod models;
 pub mod policy;

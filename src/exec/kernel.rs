@@ -200,8 +200,22 @@ impl Kernel {
         set_waiting(false);
         self.pass_idle_output(sink);
         self.process.control.restore_modes();
+        if crate::shutdown::leaving() {
+            return RunResult::unavailable(
+                block_id,
+                self.language,
+                "oi-tui was stopped (a signal, or a fatal error) before this block started; it did not run.".to_string(),
+            );
+        }
         let block_file = match self.hand_over(block_id, code) {
             Ok(path) => path,
+            Err(_) if crate::shutdown::leaving() => {
+                return RunResult::unavailable(
+                    block_id,
+                    self.language,
+                    "oi-tui was stopped (a signal, or a fatal error) before this block started; it did not run.".to_string(),
+                );
+            }
             Err(e) => {
                 return RunResult::unavailable(
                     block_id,
@@ -336,6 +350,15 @@ impl Kernel {
         }
         match end {
             End::Marker(status) => result.exit_code = Some(status),
+            End::Exited(info) if crate::shutdown::leaving() => {
+                // oi-tui is leaving and stopped its kernels: there is no next block.
+                result.state_lost = false;
+                result.exit_code = info.code;
+                result.signal = info.signal.map(signal_name);
+                result.notes.push(
+                    "oi-tui was stopped (a signal, or a fatal error) while this block ran, and stopped it with everything it started.".to_string(),
+                );
+            }
             End::Exited(info) => {
                 result.exit_code = info.code;
                 result.signal = info.signal.map(signal_name);

@@ -10,7 +10,8 @@ use super::model_server::{ModelServer, Reply};
 async fn after_sigterm_no_new_request_goes_out() {
     for _ in 0..3 {
         let server = ModelServer::start(vec![
-            Reply::tool("shell", "echo started; sleep 30"),
+            // Its output, `running`, is not in its code: the test waits for the output.
+            Reply::tool("shell", "echo \"run\"ning; sleep 30"),
             Reply::text("This must never be asked for."),
         ])
         .await;
@@ -30,7 +31,7 @@ async fn after_sigterm_no_new_request_goes_out() {
             .spawn()
             .expect("spawn");
         let mut stdout = child.stdout.take().expect("stdout");
-        super::support::read_until(&mut stdout, "started").await;
+        super::support::read_until(&mut stdout, "running").await;
         let pid = child.id().expect("pid") as i32;
         // SAFETY: signalling the process this test started.
         unsafe {
@@ -51,6 +52,10 @@ async fn after_sigterm_no_new_request_goes_out() {
             .output()
             .expect("show");
         let shown = String::from_utf8_lossy(&shown.stdout);
-        assert!(shown.contains("started"), "{shown}");
+        assert!(shown.contains("\nrunning"), "{shown}");
+        // Said as what happened: oi-tui stopped it; no fresh kernel is coming.
+        assert!(shown.contains("oi-tui was stopped"), "{shown}");
+        assert!(!shown.contains("next shell block starts"), "{shown}");
+        assert!(!shown.contains("kernel restarted"), "{shown}");
     }
 }
