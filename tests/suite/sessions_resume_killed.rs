@@ -1,0 +1,226 @@
+//! A session taken up again after oi-tui was killed (`kill -9`) in the middle of a turn
+//! sends a conversation a hosted API accepts, and tells the model what became of its code:
+//! every tool call is answered, in order, right after its message. A block that was running
+//! is said to be interrupted because oi-tui stopped while it ran, with the output that had
+//! arrived; a block that waited for the person's decision, and a call never reached, are
+//! said not to have run. All with the real binary and the scripted model server.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::model_server::{ModelServer, Reply};
+use super::tmux::Tmux;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_oi-tui")
+}
+
+/// `oi-tui --resume last -y --task TASK` on the scripted model at `base`, to its end.
+async fn resume(base: &str, data: &Path, task: &str) -> std::process::Output {
+    let mut cmd = tokio::process::Command::new(bin());
+    cmd.args([
+        "--resume",
+        "last",
+        "-y",
+        "--task",
+        task,
+        "--model",
+        "openai/scripted",
+        "--api-base",
+        base,
+    ])
+    .arg("--data-dir")
+    .arg(data)
+    .env_remove("OPENAI_API_KEY")
+    .stdin(Stdio::null())
+    .kill_on_drop(true);
+    super::support::output_within(cmd).await
+}
+
+/// The messages of a chat request (OpenAI style).
+fn messages(request: &Value) -> Vec<Value> {
+    request["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .cloned()
+        .collect()
+}
+
+/// Every tool call in `messages` is answered, in order, by the tool messages right after
+/// its assistant message, and every tool message answers such a call.
+fn assert_every_call_answered(messages: &[Value]) {
+    let mut i = 0;
+    while i < messages.len() {
+        let m = &messages[i];
+        i += 1;
+        assert_ne!(
+            m["role"], "tool",
+            "a tool message that follows no call: {messages:#?}"
+        );
+        let Some(calls) = m["tool_calls"].as_array() else {
+            continue;
+        };
+        for call in calls {
+            let answer = messages.get(i).unwrap_or_else(|| {
+                panic!("the call {} is not answered: {messages:#?}", call["id"])
+            });
+            assert_eq!(answer["role"], "tool", "{messages:#?}");
+            assert_eq!(answer["tool_call_id"], call["id"], "{messages:#?}");
+            i += 1;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_killed_while_a_block_ran_resumes_with_the_block_answered_as_interrupted() {
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "shell",
+            "for i in $(seq 1 40); do echo line$i; sleep 0.2; done",
+        ),
+        Reply::text("I see it was interrupted."),
+        Reply::text("Still here."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let base = server.base("openai");
+
+    let mut child = tokio::process::Command::new(bin())
+        .args([
+            "-y",
+            "--task",
+            "kill me",
+            "--model",
+            "openai/scripted",
+            "--api-base",
+            &base,
+            "--json",
+        ])
+        .arg("--data-dir")
+        .arg(&data)
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    super::support::read_until(&mut stdout, "line5").await;
+    // Batches are written at least every 200 ms.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    assert_eq!(server.chats().len(), 1, "killed before a second request");
+
+    let out = resume(&base, &data, "go on").await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let chats = server.chats();
+    assert_eq!(chats.len(), 2, "{stderr}");
+    let sent = messages(&chats[1].body);
+    assert_every_call_answered(&sent);
+    let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user"], "{sent:#?}");
+    assert_eq!(sent[0]["content"], "kill me");
+    assert_eq!(sent[3]["content"], "go on");
+    let result = sent[2]["content"].as_str().unwrap();
+    assert!(
+        result.contains("interrupted: oi-tui stopped while it ran"),
+        "the model hears why the block ended: {result}"
+    );
+    assert!(
+        result.contains("line1\n") && result.contains("line5\n"),
+        "with the output that had arrived: {result}"
+    );
+    assert!(
+        !result.contains("line40"),
+        "and nothing it never printed: {result}"
+    );
+
+    // The result is in the store now: a second resume sends it once, in the same place.
+    let out = resume(&base, &data, "and again").await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sent = messages(&server.chats()[2].body);
+    assert_every_call_answered(&sent);
+    let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "user", "assistant", "user"],
+        "{sent:#?}"
+    );
+    assert_eq!(sent[2]["content"].as_str(), Some(result));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_killed_while_a_block_waited_for_approval_resumes_with_its_calls_answered() {
+    // Two calls: the first waits for the person, the second is never reached.
+    let server = ModelServer::start(vec![
+        Reply::tool("shell", "echo first-block-ran").and_tool("shell", "echo second-block-ran"),
+        Reply::text("Nothing ran, then."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let pid_file = dir.path().join("pid");
+    let base = server.base("openai");
+    // Headless in a terminal: it asks before each block.
+    let command = format!(
+        "sh -c 'echo $$ > \"{pid}\"; exec env -u OPENAI_API_KEY \"{bin}\" --task \"wait for me\" --model openai/scripted --api-base {base} --data-dir \"{data}\"; sleep 60'",
+        pid = pid_file.display(),
+        bin = bin(),
+        data = data.display(),
+    );
+    let tmux = Tmux::start(&command, 100, 30);
+    tmux.wait_for("[y/n/e]").await;
+    // Let the proposed block reach the store.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: kill(2) on the process this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    drop(tmux);
+    assert_eq!(server.chats().len(), 1);
+
+    let out = resume(&base, &data, "go on").await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let chats = server.chats();
+    assert_eq!(chats.len(), 2, "{stderr}");
+    let sent = messages(&chats[1].body);
+    assert_every_call_answered(&sent);
+    let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "tool", "user"],
+        "{sent:#?}"
+    );
+    let waited = sent[2]["content"].as_str().unwrap();
+    assert!(
+        waited.contains("waited for the user's decision") && waited.contains("did not run"),
+        "{waited}"
+    );
+    let unreached = sent[3]["content"].as_str().unwrap();
+    assert!(
+        unreached.contains("stopped before this block was reached")
+            && unreached.contains("did not run"),
+        "{unreached}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("block-ran"),
+        "nothing ran again"
+    );
+}
