@@ -328,6 +328,8 @@ fn result(b: &StoredBlock, id: BlockId, language: Language) -> RunResult {
     RunResult {
         exit_code: b.exit_code.and_then(|c| i32::try_from(c).ok()),
         signal: b.signal.clone(),
+        // Unknown for a block whose end was never recorded: zero, which is shown as no
+        // duration (see `RunResult::summary`).
         duration: Duration::from_millis(b.duration_ms.unwrap_or(0).max(0) as u64),
         output: b.tail.clone().unwrap_or_default(),
         state_lost: b.state_lost,

@@ -3,12 +3,16 @@
 //! every tool call is answered, in order, right after its message. A block that was running
 //! is said to be interrupted because oi-tui stopped while it ran, with the output that had
 //! arrived; a block that waited for the person's decision, and a call never reached, are
-//! said not to have run. All with the real binary and the scripted model server.
+//! said not to have run; and the resumed workbench shows the interrupted block without a
+//! made-up duration. All with the real binary and the scripted model server.
 
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use oi_tui::exec::{RunResult, RunStatus};
+use oi_tui::protocol::Event;
+use oi_tui::store::Store;
 use serde_json::Value;
 
 use super::model_server::{ModelServer, Reply};
@@ -117,6 +121,25 @@ async fn a_session_killed_while_a_block_ran_resumes_with_the_block_answered_as_i
     child.start_kill().unwrap();
     child.wait().await.unwrap();
     assert_eq!(server.chats().len(), 1, "killed before a second request");
+
+    // The workbench shows the block as interrupted, with no made-up duration.
+    {
+        let store = Store::open(&data).unwrap();
+        let id = store.resolve("last").unwrap();
+        let finished: Vec<RunResult> = store
+            .replay(&id)
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::ExecFinished { result, .. } => Some(result),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(finished.len(), 1, "{finished:?}");
+        assert_eq!(finished[0].status, RunStatus::Interrupted);
+        assert_eq!(finished[0].summary(), "interrupted", "{:?}", finished[0]);
+        assert!(finished[0].output.contains("line5"), "{:?}", finished[0]);
+    }
 
     let out = resume(&base, &data, "go on").await;
     let stderr = String::from_utf8_lossy(&out.stderr);
