@@ -10,9 +10,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use oi_tui::exec::{RunResult, RunStatus};
-use oi_tui::protocol::Event;
-use oi_tui::store::Store;
+use oi_tui::exec::{Language, RunResult, RunStatus};
+use oi_tui::llm::{Message, Role, ToolCall};
+use oi_tui::protocol::{Event, ProposedBlock};
+use oi_tui::store::{Recorder, Redactor, Store};
 use serde_json::Value;
 
 use super::model_server::{ModelServer, Reply};
@@ -24,6 +25,10 @@ fn bin() -> &'static str {
 
 /// `oi-tui --resume last -y --task TASK` on the scripted model at `base`, to its end.
 async fn resume(base: &str, data: &Path, task: &str) -> std::process::Output {
+    resume_with("openai/scripted", base, data, task).await
+}
+
+async fn resume_with(model: &str, base: &str, data: &Path, task: &str) -> std::process::Output {
     let mut cmd = tokio::process::Command::new(bin());
     cmd.args([
         "--resume",
@@ -32,7 +37,7 @@ async fn resume(base: &str, data: &Path, task: &str) -> std::process::Output {
         "--task",
         task,
         "--model",
-        "openai/scripted",
+        model,
         "--api-base",
         base,
     ])
@@ -191,6 +196,7 @@ async fn a_session_killed_while_a_block_waited_for_approval_resumes_with_its_cal
     let server = ModelServer::start(vec![
         Reply::tool("shell", "echo first-block-ran").and_tool("shell", "echo second-block-ran"),
         Reply::text("Nothing ran, then."),
+        Reply::text("Nothing ran, then (Anthropic)."),
     ])
     .await;
     let dir = tempfile::tempdir().unwrap();
@@ -217,6 +223,15 @@ async fn a_session_killed_while_a_block_waited_for_approval_resumes_with_its_cal
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
     drop(tmux);
     assert_eq!(server.chats().len(), 1);
+    // The same stopped session, to resume with the Anthropic protocol too.
+    let copy = dir.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    for entry in std::fs::read_dir(&data).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+        }
+    }
 
     let out = resume(&base, &data, "go on").await;
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -246,4 +261,195 @@ async fn a_session_killed_while_a_block_waited_for_approval_resumes_with_its_cal
         !String::from_utf8_lossy(&out.stdout).contains("block-ran"),
         "nothing ran again"
     );
+
+    // Anthropic: the tool_use blocks are answered by tool_result blocks, in order, first
+    // in the next user turn.
+    let out = resume_with(
+        "anthropic/scripted",
+        &server.base("anthropic"),
+        &copy,
+        "go on",
+    )
+    .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let body = &server.chats()[2].body;
+    let turns = body["messages"].as_array().unwrap();
+    assert_eq!(turns.len(), 3, "{body:#}");
+    let uses: Vec<&Value> = turns[1]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| &b["id"])
+        .collect();
+    let answers: Vec<&Value> = turns[2]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(uses.len())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| &b["tool_use_id"])
+        .collect();
+    assert_eq!(uses.len(), 2, "{body:#}");
+    assert_eq!(uses, answers, "{body:#}");
+    assert!(body.to_string().contains("waited for the user's decision"));
+}
+
+fn proposed(id: u64, language: Language, code: &str) -> Event {
+    Event::BlockProposed {
+        block: ProposedBlock {
+            id,
+            language_tag: language.name().into(),
+            language: Some(language),
+            code: code.into(),
+        },
+        index: 1,
+        of: 1,
+        verdict: None,
+        gate: None,
+        allow: None,
+    }
+}
+
+fn started(id: u64, code: &str, edited: bool) -> Event {
+    Event::ExecStarted {
+        block_id: id,
+        language: Language::Shell,
+        code: code.into(),
+        edited,
+    }
+}
+
+fn call(id: &str) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: "execute".into(),
+        arguments: "{}".into(),
+    }
+}
+
+#[test]
+fn a_reply_without_tools_stopped_mid_block_gets_its_results_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Recorder::start(Store::open(dir.path()).unwrap(), None, Redactor::default());
+    r.message(&Message::user("count"));
+    r.message(&Message::assistant(
+        "Counting:\n```sh\nseq 1 40\n```\n",
+        vec![],
+    ));
+    r.event(&proposed(1, Language::Shell, "seq 1 40"));
+    r.event(&started(1, "seq 1 40", false));
+    r.event(&Event::ExecOutput {
+        block_id: 1,
+        data: b"1\r\n2\r\n3\r\n".to_vec(),
+    });
+    let id = r.session_id().to_string();
+    assert!(r.flush().all_saved());
+    drop(r);
+
+    let store = Store::open(dir.path()).unwrap();
+    let (messages, unrecorded) = store.resume_conversation(&id, 4000).unwrap();
+    assert_eq!(messages.len(), 3, "{messages:#?}");
+    assert_eq!(unrecorded, 1, "the results are the last message");
+    assert_eq!(messages[2].role, Role::User);
+    let results = &messages[2].content;
+    assert!(
+        results.starts_with("The shell block:\n1\n2\n3\n"),
+        "{results}"
+    );
+    assert!(
+        results.contains("interrupted: oi-tui stopped while it ran"),
+        "{results}"
+    );
+}
+
+#[test]
+fn every_kind_of_unanswered_call_gets_the_result_the_engine_would_have_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Recorder::start(Store::open(dir.path()).unwrap(), None, Redactor::default());
+    r.message(&Message::user("four things"));
+    r.message(&Message::assistant(
+        "",
+        vec![call("a"), call("b"), call("c"), call("d")],
+    ));
+    // a: edited and run to its end; b: skipped with a reason; c: skipped by oi-tui's rule;
+    // d: waited for the decision when oi-tui stopped.
+    r.event(&proposed(1, Language::Shell, "echo one"));
+    r.event(&started(1, "echo ONE", true));
+    let mut done = RunResult {
+        output: "ONE\n".into(),
+        exit_code: Some(0),
+        duration: Duration::from_millis(30),
+        ..super::sessions_resume::result(1, RunStatus::Success, Some(0), "ONE\n")
+    };
+    done.language = Language::Shell;
+    r.event(&Event::ExecFinished {
+        block_id: 1,
+        result: done,
+    });
+    r.event(&proposed(2, Language::Shell, "rm -rf build"));
+    r.event(&Event::BlockSkipped {
+        block_id: 2,
+        reason: Some("not now".into()),
+    });
+    r.event(&proposed(3, Language::Shell, "sudo true"));
+    r.event(&Event::BlockSkipped {
+        block_id: 3,
+        reason: Some("Not run: a rule of the user denies it.".into()),
+    });
+    r.event(&proposed(4, Language::Shell, "echo four"));
+    // The person went on in a later session: the gap is not at the end any more.
+    r.message(&Message::user("go on"));
+    r.message(&Message::assistant("Going on.", vec![]));
+    let id = r.session_id().to_string();
+    assert!(r.flush().all_saved());
+    drop(r);
+
+    let store = Store::open(dir.path()).unwrap();
+    let (messages, unrecorded) = store.resume_conversation(&id, 4000).unwrap();
+    assert_eq!(unrecorded, 0, "nothing new at the end");
+    let roles: Vec<Role> = messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::Tool,
+            Role::Tool,
+            Role::Tool,
+            Role::User,
+            Role::Assistant
+        ]
+    );
+    let ids: Vec<&str> = messages[2..6]
+        .iter()
+        .map(|m| m.tool_call_id.as_deref().unwrap())
+        .collect();
+    assert_eq!(ids, ["a", "b", "c", "d"], "in the calls' order");
+    let text = |i: usize| messages[i].content.as_str();
+    assert!(
+        text(2).starts_with("The user edited the block before running it.")
+            && text(2).contains("echo ONE")
+            && text(2).contains("ONE\n[exit 0 · 0.03 s]"),
+        "{}",
+        text(2)
+    );
+    assert_eq!(
+        text(3),
+        "The user skipped this block; it did not run. Their reason: not now"
+    );
+    assert_eq!(text(4), "Not run: a rule of the user denies it.");
+    assert!(
+        text(5).contains("waited for the user's decision"),
+        "{}",
+        text(5)
+    );
+    // The old entry point gives the same conversation.
+    assert_eq!(store.resume_messages(&id).unwrap(), messages);
 }
