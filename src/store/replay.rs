@@ -24,7 +24,7 @@ use crate::protocol::{BlockId, Event, ProposedBlock};
 pub const UNFINISHED: &str = "interrupted: oi-tui stopped while it ran; its end was not recorded.";
 
 /// What the model hears of a block that was running when oi-tui stopped.
-const INTERRUPTED_FOR_MODEL: &str = "The block was interrupted: oi-tui stopped while it ran (it was killed before the block ended), so the block did not finish and its exit status is unknown. The output above is what had arrived by then. The kernel went with oi-tui: its variables, imports and working directory are gone.";
+const INTERRUPTED_FOR_MODEL: &str = "oi-tui was stopped (killed) before the block ended, so the block did not finish and its exit status is unknown; the output above is what had arrived by then. The kernel went with oi-tui: its variables, imports and working directory are gone.";
 /// ... of a block that waited for the person's decision when oi-tui stopped.
 const NOT_DECIDED_FOR_MODEL: &str =
     "Not run: oi-tui stopped while this block waited for the user's decision; it did not run.";
@@ -94,9 +94,7 @@ impl Store {
                 }
             } else if !blocks.is_empty() {
                 // Without tools, the results follow as a message the person did not write.
-                let reported = kept
-                    .get(i)
-                    .is_some_and(|n| n.role == "user" && n.said.as_deref() == Some(""));
+                let reported = kept.get(i).is_some_and(|n| results_message(n));
                 if !reported {
                     let text = self.results_message(id, &blocks, max_output)?;
                     out.push((Message::user(text), true));
@@ -197,6 +195,23 @@ fn message(m: &StoredMessage) -> Message {
         content: m.content.clone(),
         tool_calls: m.tool_calls.clone(),
         tool_call_id: m.tool_call_id.clone(),
+    }
+}
+
+/// The message after a reply that reports its blocks' results (models without tools): one
+/// the person did not write, or, in a session recorded before that was kept, one that reads
+/// as the engine writes results (`The shell block:`, `Block 1 of 2 (python):`).
+fn results_message(m: &StoredMessage) -> bool {
+    if m.role != "user" {
+        return false;
+    }
+    match m.said.as_deref() {
+        Some(said) => said.is_empty(),
+        None => {
+            let first = m.content.lines().next().unwrap_or("");
+            first.starts_with("Block 1 of ")
+                || (first.starts_with("The ") && first.ends_with(" block:"))
+        }
     }
 }
 

@@ -366,6 +366,27 @@ fn a_reply_without_tools_stopped_mid_block_gets_its_results_message() {
         results.contains("interrupted: oi-tui stopped while it ran"),
         "{results}"
     );
+
+    // Results recorded as the person's words (as oi-tui did before it kept them apart) are
+    // results all the same: nothing is added.
+    let r = Recorder::start(Store::open(dir.path()).unwrap(), None, Redactor::default());
+    r.message(&Message::user("count again"));
+    r.message(&Message::assistant("```sh\nseq 1 2\n```\n", vec![]));
+    r.event(&proposed(1, Language::Shell, "seq 1 2"));
+    r.event(&started(1, "seq 1 2", false));
+    r.event(&Event::ExecFinished {
+        block_id: 1,
+        result: super::sessions_resume::result(1, RunStatus::Success, Some(0), "1\n2\n"),
+    });
+    r.message(&Message::user(
+        "The shell block:\n1\n2\n[exit 0 · 0.42 s]\n",
+    ));
+    r.message(&Message::assistant("Two.", vec![]));
+    let old = r.session_id().to_string();
+    assert!(r.flush().all_saved());
+    drop(r);
+    let (messages, unrecorded) = store.resume_conversation(&old, 4000).unwrap();
+    assert_eq!((messages.len(), unrecorded), (4, 0), "{messages:#?}");
 }
 
 #[test]
