@@ -94,21 +94,37 @@ pub fn attach_resumed(
     let store = Store::open(&settings.data_dir).map_err(|e| e.to_string())?;
     let mut resumed = None;
     let mut resumed_id = None;
+    // Results written for calls oi-tui stopped before answering, to record (see below).
+    let mut unrecorded = Vec::new();
     if let Some(which) = resume {
         let id = store.resolve(which).map_err(|e| e.to_string())?;
-        let messages = store.resume_messages(&id).map_err(|e| e.to_string())?;
+        let (messages, added) = store
+            .resume_conversation(&id, settings.max_output)
+            .map_err(|e| e.to_string())?;
         let events = store.replay(&id).map_err(|e| e.to_string())?;
         let title = store.session(&id).map(|s| s.title).unwrap_or_default();
-        let notice = format!(
+        let mut notice = format!(
             "Resumed session {id} ({title}): {} messages are back in the model's context. Kernel state (variables, imports, the working directory) is not restored; run again what you need.",
             messages.len()
         );
+        if added > 0 {
+            notice.push_str(" oi-tui had stopped in the middle of the last reply's blocks: the model is told which were interrupted or did not run.");
+        }
+        unrecorded = messages[messages.len() - added..].to_vec();
         config.history = messages;
         resumed_id = Some(id.clone());
         resumed = Some(Resumed { id, notice, events });
     }
     let writer = Store::open(&settings.data_dir).map_err(|e| e.to_string())?;
     let recorder = Arc::new(Recorder::start(writer, resumed_id, redactor(settings)));
+    // The store keeps the same messages as the conversation (`/undo` counts on it).
+    for message in &unrecorded {
+        match message.role {
+            // Results for a model without tools: a message the person did not write.
+            crate::llm::Role::User => recorder.user_message(message, Some("")),
+            _ => recorder.message(message),
+        }
+    }
     if let Ok(mut open) = OPEN.lock() {
         open.retain(|r| r.strong_count() > 0);
         open.push(Arc::downgrade(&recorder));

@@ -90,7 +90,11 @@ impl RunResult {
         if let Some(signal) = &self.signal {
             parts.push(format!("killed by {signal}"));
         }
-        if self.status != RunStatus::Unavailable && self.status != RunStatus::Written {
+        // An interrupted block whose time was never measured (oi-tui was killed while it
+        // ran, see `store::replay`) shows no duration rather than a false one.
+        let unmeasured = self.status == RunStatus::Interrupted && self.duration.is_zero();
+        if self.status != RunStatus::Unavailable && self.status != RunStatus::Written && !unmeasured
+        {
             parts.push(format_duration(self.duration));
         }
         if self.state_lost {

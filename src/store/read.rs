@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError};
-use crate::llm::{Message, Role, ToolCall};
+use crate::llm::{Message, ToolCall};
 
 /// One session as lists show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,6 +100,10 @@ pub const INTERRUPTED: &str = "interrupted: oi-tui stopped while it ran";
 
 /// Characters of a running block's stored output shown (head and tail) when it is read back.
 const PARTIAL_SHOWN: usize = 64 * 1024;
+
+/// Characters of a block's output the model gets when no other limit is given (the
+/// default of `max_output`).
+const DEFAULT_MAX_OUTPUT: usize = 4000;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredEvent {
@@ -300,7 +304,7 @@ impl Store {
             if started && b.status.is_none() {
                 b.interrupted = true;
                 if b.tail.is_none() {
-                    b.tail = self.partial_output(id, b.block_id)?;
+                    b.tail = self.partial_output(id, b.block_id, PARTIAL_SHOWN)?;
                 }
             }
         }
@@ -325,13 +329,19 @@ impl Store {
     }
 
     /// The output a block had printed when oi-tui stopped, as text (escapes stripped, the
-    /// middle cut when long); None when it printed nothing that was stored.
-    fn partial_output(&self, id: &str, block: i64) -> Result<Option<String>, StoreError> {
+    /// middle cut when longer than `max` characters, as the engine cuts a block's output);
+    /// None when it printed nothing that was stored.
+    pub(super) fn partial_output(
+        &self,
+        id: &str,
+        block: i64,
+        max: usize,
+    ) -> Result<Option<String>, StoreError> {
         let mut stmt = self.conn().prepare_cached(
             "SELECT data, skipped FROM partial_output WHERE session_id = ?1 AND block_id = ?2 ORDER BY id",
         )?;
         let mut rows = stmt.query(params![id, block])?;
-        let mut capture = crate::exec::TextCapture::new(PARTIAL_SHOWN);
+        let mut capture = crate::exec::TextCapture::new(max);
         let mut any = false;
         while let Some(row) = rows.next()? {
             let data: Vec<u8> = row.get(0)?;
@@ -355,24 +365,11 @@ impl Store {
         Ok((!text.trim().is_empty()).then_some(text))
     }
 
-    /// The conversation to resume: the messages not dropped by /undo or /reset.
+    /// The conversation to resume: the messages not dropped by /undo or /reset, with a
+    /// result for every tool call oi-tui stopped before answering (see
+    /// `resume_conversation`), its output cut as the engine's default cuts it.
     pub fn resume_messages(&self, id: &str) -> Result<Vec<Message>, StoreError> {
-        let exported = self.export(id)?;
-        Ok(exported
-            .messages
-            .into_iter()
-            .filter(|m| !m.dropped)
-            .map(|m| Message {
-                role: match m.role.as_str() {
-                    "assistant" => Role::Assistant,
-                    "tool" => Role::Tool,
-                    _ => Role::User,
-                },
-                content: m.content,
-                tool_calls: m.tool_calls,
-                tool_call_id: m.tool_call_id,
-            })
-            .collect())
+        Ok(self.resume_conversation(id, DEFAULT_MAX_OUTPUT)?.0)
     }
 
     pub fn delete(&self, id: &str) -> Result<(), StoreError> {

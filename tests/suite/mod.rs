@@ -16,6 +16,7 @@ mod secrets;
 mod sessions;
 mod sessions_browser;
 mod sessions_resume;
+mod sessions_resume_killed;
 mod signals;
 mod store_faults;
 mod store_repair;
