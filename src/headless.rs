@@ -417,7 +417,13 @@ impl Transcript {
                     // The question that follows shows the whole block and its verdict.
                     return;
                 }
-                if !self.message.contains(block.code.trim()) || block.code.trim().is_empty() {
+                // Shown unless the reply's text showed this very code as a fenced block:
+                // words that merely end with the code (`I will run: cat`) do not count.
+                let shown_as_fence = !block.code.trim().is_empty()
+                    && crate::engine::all_fences(&self.message)
+                        .iter()
+                        .any(|f| f.code.trim() == block.code.trim());
+                if !shown_as_fence {
                     for line in block.code.lines() {
                         text.push_str(&format!("│ {}\n", visible(line)));
                     }

@@ -231,6 +231,36 @@ async fn fence_mode_runs_two_blocks_of_one_reply_in_order() {
     );
 }
 
+/// The transcript shows the code that runs in its box, even when the model's words end
+/// with the same text (`I will run: echo tail`); only a fenced block of that very code in
+/// the reply counts as shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_code_that_runs_is_in_its_box_whatever_the_words_before_it() {
+    let server = ModelServer::start(vec![
+        Reply::text("I will run: echo tail").and_tool("shell", "echo tail"),
+        Reply::text("Done."),
+    ])
+    .await;
+    let home = Home::new();
+    let out = home.task(&server, "openai", "go", &["-y"]).await;
+    assert_status(&out, 0);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("│ echo tail\n└─"), "{stdout}");
+    // A fenced block of the same code in the reply is not shown twice.
+    let server = ModelServer::start(vec![
+        Reply::text("Running:\n```bash\necho fenced\n```\n"),
+        Reply::text("Done."),
+    ])
+    .await;
+    let out = home
+        .task(&server, "openai", "go", &["-y", "--no-tools"])
+        .await;
+    assert_status(&out, 0);
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains("│ echo fenced"), "{stdout}");
+    assert!(stdout.contains("echo fenced"), "{stdout}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_terminal_blocks_are_declined_and_nothing_runs() {
     let server = ModelServer::start(vec![

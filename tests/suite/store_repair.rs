@@ -249,8 +249,10 @@ async fn the_workbench_on_a_damaged_store_says_so_until_it_quits() {
     tmux.wait_for("Message the model").await;
     tmux.type_text("hello there");
     tmux.send(&["Enter"]);
-    let screen = tmux.wait_for("NOT SAVED").await;
-    assert!(screen.contains("An answer nobody can save."), "{screen}");
+    tmux.wait_for("NOT SAVED: the store is damaged").await;
+    // The reply still comes and shows; the banner stays.
+    let screen = tmux.wait_for("An answer nobody can save.").await;
+    assert!(screen.contains("NOT SAVED"), "{screen}");
     tmux.send(&["C-q"]);
     let screen = tmux.wait_for("EXIT=").await;
     assert!(screen.contains("EXIT=1"), "{screen}");
