@@ -59,6 +59,9 @@ pub fn exit(status: i32) -> ! {
     // its temp directory.
     reaper::kill_all();
     restore_terminal();
+    if let Some(left) = reaper::left_running() {
+        eprintln!("oi-tui: {left}");
+    }
     std::process::exit(status)
 }
 

@@ -128,7 +128,8 @@ impl PtyProcess {
 impl Drop for PtyProcess {
     fn drop(&mut self) {
         let pid = self.control.pid;
-        reaper::kill_session(pid);
+        // What its blocks detached and still runs is said when oi-tui leaves.
+        reaper::kill_session_reporting(pid);
         if let Some((release, waiter)) = self.reap.take() {
             drop(release);
             // The process was sent SIGKILL: the waiter returns as soon as it is gone.

@@ -31,9 +31,46 @@ pub fn kill_all() {
         Err(std::sync::TryLockError::WouldBlock) => return,
     };
     for session in sessions {
-        kill_session(session);
+        kill_session_reporting(session);
     }
     super::tempdirs::remove_all();
+}
+
+/// Processes blocks detached (`setsid`, `nohup`) that outlived the kernels killed on the
+/// way out: oi-tui leaves them running, and says so.
+static LEFT_RUNNING: Mutex<Vec<Survivor>> = Mutex::new(Vec::new());
+
+/// What `kill_all` left running (detached processes still alive), as a sentence for the
+/// person; None when nothing was. Taken once.
+pub fn left_running() -> Option<String> {
+    let mut left: Vec<Survivor> = LEFT_RUNNING
+        .try_lock()
+        .map(|mut l| std::mem::take(&mut *l))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| proc_alive(s.pid))
+        .collect();
+    left.sort_by_key(|s| s.pid);
+    left.dedup_by_key(|s| s.pid);
+    if left.is_empty() {
+        return None;
+    }
+    let pids: Vec<String> = left.iter().map(|s| s.pid.to_string()).collect();
+    let named: Vec<String> = left
+        .iter()
+        .map(|s| format!("{} ({})", s.pid, s.name))
+        .collect();
+    Some(format!(
+        "left running what blocks detached (setsid or nohup): {}. Stop {} with: kill {}",
+        named.join(", "),
+        if left.len() == 1 { "it" } else { "them" },
+        pids.join(" ")
+    ))
+}
+
+fn proc_alive(pid: i32) -> bool {
+    // SAFETY: kill(2) with signal 0 only checks for existence.
+    unsafe { libc::kill(pid, 0) == 0 }
 }
 
 /// A process a kernel started that outlived the kernel's kill: it had detached.
@@ -52,9 +89,12 @@ pub(crate) fn kill_session_reporting(leader: i32) -> Vec<Survivor> {
     {
         let before = descendants(leader);
         kill_session(leader);
+        if before.is_empty() {
+            return Vec::new();
+        }
         // SIGKILL is delivered at once, but a process takes a moment to become a zombie.
         std::thread::sleep(std::time::Duration::from_millis(20));
-        before
+        let survivors: Vec<Survivor> = before
             .into_iter()
             .filter(|&pid| proc_stat(pid).is_some_and(|s| s.state != 'Z' && s.state != 'X'))
             .map(|pid| Survivor {
@@ -63,7 +103,14 @@ pub(crate) fn kill_session_reporting(leader: i32) -> Vec<Survivor> {
                     .map(|n| n.trim().to_string())
                     .unwrap_or_default(),
             })
-            .collect()
+            .collect();
+        // Said again when oi-tui leaves, if they still run then.
+        if !survivors.is_empty()
+            && let Ok(mut left) = LEFT_RUNNING.try_lock()
+        {
+            left.extend(survivors.iter().cloned());
+        }
+        survivors
     }
     #[cfg(not(target_os = "linux"))]
     {

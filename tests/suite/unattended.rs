@@ -313,6 +313,48 @@ async fn the_kill_note_names_the_processes_that_detached_and_survived() {
     assert!(stdout.contains("(sleep)"), "{}", show(&out));
 }
 
+/// A block stopped by its time limit while what it detached keeps running (the kernel
+/// survives the interrupt): when oi-tui leaves, it names what it leaves running, and how to
+/// stop it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaving_names_what_blocks_detached_and_left_running() {
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "shell",
+            "setsid sleep 121 &\nnohup sleep 122 >/dev/null 2>&1 &\nsleep 60",
+        ),
+        Reply::text("Stopped."),
+    ])
+    .await;
+    let home = Home::new();
+    let out = home
+        .task(&server, &["--timeout", "1", "--sandbox", "off"])
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let pids: Vec<i32> = stderr
+        .split("kill ")
+        .nth(1)
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    for &pid in &pids {
+        // SAFETY: kill(2) on the test's own leftovers, named by oi-tui.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+    assert!(
+        stderr.contains("left running what blocks detached (setsid or nohup)"),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(pids.len(), 2, "{}", show(&out));
+    assert!(stderr.contains("(sleep)"), "{}", show(&out));
+}
+
 /// The kernel directories in `tmp` (those of this test's own oi-tui).
 fn kernel_dirs(tmp: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(tmp)
