@@ -60,6 +60,18 @@ def repair_stdio():
                 os.set_inheritable(fd, True)
             except OSError:
                 pass
+    # Sent elsewhere for good (os.dup2 onto a file, sys.stdout = open(os.devnull, "w")):
+    # every later block would print to nowhere, and the model read "no output". Each block
+    # starts on the terminal again; a wrapper that still writes to it (colorama) stays.
+    for fd in (1, 2):
+        try:
+            if not os.isatty(fd):
+                new = os.open("/dev/tty", os.O_WRONLY | os.O_NOCTTY)
+                os.dup2(new, fd)
+                os.close(new)
+                os.set_inheritable(fd, True)
+        except OSError:
+            pass
     for name, fd, mode in (("stdin", 0, "r"), ("stdout", 1, "w"), ("stderr", 2, "w")):
         stream = getattr(sys, name)
         if stream is None or getattr(stream, "closed", False):
@@ -68,6 +80,20 @@ def repair_stdio():
                                         errors="backslashreplace"))
             except OSError:
                 pass
+        elif name != "stdin":
+            try:
+                on_terminal = os.isatty(stream.fileno())
+            except Exception:
+                on_terminal = False
+            if not on_terminal:
+                original = getattr(sys, "__%s__" % name)
+                if original is None or getattr(original, "closed", False):
+                    try:
+                        original = open(fd, mode, buffering=1, closefd=False,
+                                        errors="backslashreplace")
+                    except OSError:
+                        continue
+                setattr(sys, name, original)
 
 
 def run_block(block, path, namespace):

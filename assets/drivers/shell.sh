@@ -5,7 +5,8 @@
 # `export` persist, then writes the end marker ESC ] 5379 ; NONCE ; BLOCK ; STATUS BEL to the
 # terminal. Code never passes through stdin, so stdin stays free for the block.
 #
-# Standard streams the block closed are reopened on the terminal before the marker.
+# Standard streams the block closed or redirected are put back on the terminal before the
+# marker.
 #
 # SIGINT: while a block runs, the trap returns from the sourced file with status 130, which
 # ends the block and keeps the shell. A block that sets its own INT trap keeps it to its end.
@@ -32,12 +33,13 @@ while :; do
   __oi_status=$?
   set +e
   trap ':' INT
-  # A block that closed this shell's standard streams (`exec >&-`) would break every later
-  # block: they are reopened on the terminal. Streams redirected elsewhere stay so.
+  # A block that closed this shell's standard streams (`exec >&-`) or sent them elsewhere
+  # for good (`exec >/dev/null 2>&1`) would silence every later block, and the model would
+  # read "no output": each block starts on the terminal again.
   if [ "$__oi_tty" = /dev/tty ]; then
-    { : 8<&0; } 2>/dev/null || exec 0<"$__oi_tty"
-    { : 8>&1; } 2>/dev/null || exec 1>"$__oi_tty"
-    : 8>&2 || exec 2>"$__oi_tty"
+    [ -t 0 ] 2>/dev/null || exec 0<"$__oi_tty"
+    [ -t 1 ] 2>/dev/null || exec 1>"$__oi_tty"
+    [ -t 2 ] 2>/dev/null || exec 2>"$__oi_tty"
   fi
   printf '\033]5379;%s;%s;%s\007' "$__oi_nonce" "$__oi_block" "$__oi_status" >"$__oi_tty"
   __oi_path=

@@ -163,6 +163,17 @@ async fn blocks_that_close_their_output_leave_working_kernels() {
         Reply::tool("python", "print('py', 40 + 2)\nos.system('echo child-42')"),
         Reply::tool("python", "import sys\nsys.stdout.close()"),
         Reply::tool("python", "print('py2', 40 + 2)"),
+        // Sent elsewhere for good: the next block prints on the terminal again.
+        Reply::tool("shell", "exec >/dev/null 2>&1"),
+        Reply::tool("shell", "echo sh3-$((40 + 2))"),
+        Reply::tool(
+            "python",
+            "import os, sys\nsys.stdout = open(os.devnull, 'w')\nfd = os.open(os.devnull, os.O_WRONLY)\nos.dup2(fd, 2)",
+        ),
+        Reply::tool(
+            "python",
+            "import sys\nprint('py3', 40 + 2)\nprint('err3', file=sys.stderr)",
+        ),
     ];
     // The other interpreters, where this machine has them.
     let others = [
@@ -182,7 +193,9 @@ async fn blocks_that_close_their_output_leave_working_kernels() {
             "print 'pl ', 40 + 2, \"\\n\";",
         ),
     ];
-    let mut expected = vec!["sh-42", "sh2-42", "py 42", "child-42", "py2 42"];
+    let mut expected = vec![
+        "sh-42", "sh2-42", "py 42", "child-42", "py2 42", "sh3-42", "py3 42", "err3",
+    ];
     for (language, close, print) in others {
         if language.locate().is_some() {
             script.push(Reply::tool(language.name(), close));
