@@ -357,6 +357,27 @@ fn frame_too_large(config: &ProviderConfig, size: usize) -> LlmError {
     )
 }
 
+/// The most bytes one reply's stream may carry. Each piece of a reply comes wrapped in an
+/// envelope (for a token of 4 bytes, some 150 bytes of JSON), so this is many times the
+/// reply's own limit; a server that streams envelopes without text (empty deltas, a tool's
+/// name again and again) is cut here instead of at the reply's time limit.
+fn max_stream(config: &ProviderConfig) -> usize {
+    config.max_reply_bytes.saturating_mul(64)
+}
+
+/// A stream that went past `max_stream`.
+fn stream_too_long(config: &ProviderConfig) -> LlmError {
+    LlmError::new(
+        LlmErrorKind::TooLong,
+        format!(
+            "The stream from {} went past {} with little or no reply in it (empty pieces, or the same piece again and again), 64 times the most one reply may have (max_reply_bytes = {} in the config file, or --max-reply-bytes); it was cut there and the reply so far was kept.",
+            where_(config),
+            size_words(max_stream(config)),
+            config.max_reply_bytes
+        ),
+    )
+}
+
 /// The largest frame read: a reply's worth of text, escaped, and some room.
 fn max_frame(config: &ProviderConfig) -> usize {
     config
@@ -468,12 +489,20 @@ pub(crate) async fn read_frames(
             // The event being received is held whole by the parser: its size is watched
             // before the bytes reach it.
             let cap = max_frame(config);
+            let most = max_stream(config);
             let mut guard = FrameGuard::default();
+            let mut total = 0usize;
             let bytes = response.bytes_stream().map(move |chunk| match chunk {
-                Ok(bytes) => match guard.take(&bytes, cap) {
-                    Ok(()) => Ok(bytes),
-                    Err(size) => Err(ReadError::TooLarge(size)),
-                },
+                Ok(bytes) => {
+                    total = total.saturating_add(bytes.len());
+                    if total > most {
+                        return Err(ReadError::TooMuch);
+                    }
+                    match guard.take(&bytes, cap) {
+                        Ok(()) => Ok(bytes),
+                        Err(size) => Err(ReadError::TooLarge(size)),
+                    }
+                }
                 Err(e) => Err(ReadError::Http(describe_reqwest(&e))),
             });
             let mut events = bytes.eventsource();
@@ -488,6 +517,9 @@ pub(crate) async fn read_frames(
                     eventsource_stream::EventStreamError::Transport(ReadError::TooLarge(size)) => {
                         frame_too_large(config, size)
                     }
+                    eventsource_stream::EventStreamError::Transport(ReadError::TooMuch) => {
+                        stream_too_long(config)
+                    }
                     other => stream_error(config, &other.to_string()),
                 })?;
                 if let Flow::Done = handle(Frame {
@@ -501,6 +533,8 @@ pub(crate) async fn read_frames(
         Framing::Ndjson => {
             let mut bytes = response.bytes_stream();
             let mut pending: Vec<u8> = Vec::new();
+            let most = max_stream(config);
+            let mut total = 0usize;
             loop {
                 let next = tokio::time::timeout(idle, bytes.next())
                     .await
@@ -518,6 +552,10 @@ pub(crate) async fn read_frames(
                     return Ok(false);
                 };
                 let chunk = chunk.map_err(|e| stream_error(config, &describe_reqwest(&e)))?;
+                total = total.saturating_add(chunk.len());
+                if total > most {
+                    return Err(stream_too_long(config));
+                }
                 // Only the new bytes are searched for line ends, and the lines taken are
                 // removed once a chunk: a long line costs its length, not its square.
                 let mut search = pending.len();
@@ -557,6 +595,8 @@ enum ReadError {
     Http(String),
     /// An event grew past this many bytes without ending.
     TooLarge(usize),
+    /// The stream as a whole went past `max_stream`.
+    TooMuch,
 }
 
 impl std::fmt::Display for ReadError {
@@ -564,6 +604,7 @@ impl std::fmt::Display for ReadError {
         match self {
             ReadError::Http(e) => f.write_str(e),
             ReadError::TooLarge(size) => write!(f, "an event of over {size} bytes"),
+            ReadError::TooMuch => f.write_str("more bytes than one reply's stream may carry"),
         }
     }
 }

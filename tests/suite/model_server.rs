@@ -26,6 +26,8 @@ pub struct Reply {
     delay: Duration,
     /// After the scripted chunks, text chunks without end (until the client goes).
     endless: bool,
+    /// Those endless chunks carry no text (`"delta": {}`).
+    empty: bool,
     /// Characters per fragment of a tool call's arguments (default: 5, or 6 for Anthropic).
     fragment: Option<usize>,
 }
@@ -84,6 +86,13 @@ impl Reply {
     /// fast as the client reads (or every `slow` delay), never finishing the reply.
     pub fn endless(mut self) -> Reply {
         self.endless = true;
+        self
+    }
+
+    /// Endless chunks with no text in them: envelopes only.
+    pub fn endless_empty(mut self) -> Reply {
+        self.endless = true;
+        self.empty = true;
         self
     }
 
@@ -261,7 +270,7 @@ impl ModelServer {
                     stream.flush().await?;
                 }
                 if reply.endless {
-                    let piece = endless_chunk(&request.path);
+                    let piece = endless_chunk(&request.path, reply.empty);
                     let burst = piece.repeat(if reply.delay.is_zero() { 64 } else { 1 });
                     loop {
                         if !reply.delay.is_zero() {
@@ -340,9 +349,9 @@ async fn respond_json(stream: &mut TcpStream, code: u16, body: &Value) -> std::i
     stream.shutdown().await
 }
 
-/// One chunk of endless text in the API of `path`.
-fn endless_chunk(path: &str) -> String {
-    let text = "and so on, ";
+/// One chunk of endless text in the API of `path` (with no text, when `empty`).
+fn endless_chunk(path: &str, empty: bool) -> String {
+    let text = if empty { "" } else { "and so on, " };
     match path {
         "/v1/chat/completions" => format!(
             "data: {}\r\n\r\n",

@@ -102,6 +102,29 @@ async fn an_endless_reply_is_cut_at_its_size_and_its_text_kept() {
     );
 }
 
+/// A server that streams envelopes without text (empty deltas) is cut once the stream
+/// carries 64 times a reply's limit, not at the reply's time limit half an hour later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_stream_of_empty_pieces_is_cut_at_its_size() {
+    let server = ModelServer::start(vec![Reply::text("Nothing but: ").endless_empty()]).await;
+    let run = Run::new();
+    let (out, took) = run
+        .run(
+            &server,
+            &["-y", "--task", "talk", "--max-reply-bytes", "16384"],
+            120,
+        )
+        .await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_ne!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("with little or no reply in it") && stderr.contains("1 MB"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("Nothing but: "), "{stdout}");
+    assert!(took < Duration::from_secs(60), "{took:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_endless_reply_is_cut_at_its_time() {
     let server = ModelServer::start(vec![
