@@ -369,7 +369,12 @@ impl Keeper {
         let size = write.size();
         if self.pending_bytes + size > PENDING_BYTES {
             self.lost += 1;
-            let reason = self.failing.clone().unwrap_or_default();
+            let reason = self.failing.clone().unwrap_or_else(|| {
+                format!(
+                    "a step of {} MB is more than oi-tui holds while a write waits",
+                    size / (1024 * 1024)
+                )
+            });
             self.report(reason);
             return;
         }
@@ -408,8 +413,9 @@ impl Keeper {
             self.set_health(None);
             let message = if self.lost > 0 {
                 format!(
-                    "The session is being saved again; {} could not be kept while the store failed and are missing from it.",
-                    steps(self.lost)
+                    "The session is being saved again; {} could not be kept while the store failed and {} missing from it.",
+                    steps(self.lost),
+                    if self.lost == 1 { "is" } else { "are" }
                 )
             } else {
                 "The session is being saved again; nothing was lost.".to_string()
@@ -442,8 +448,9 @@ impl Keeper {
             );
             if self.lost > 0 {
                 message.push_str(&format!(
-                    " {} did not fit in memory and are lost.",
-                    steps(self.lost)
+                    " {} did not fit in memory and {} lost.",
+                    steps(self.lost),
+                    if self.lost == 1 { "is" } else { "are" }
                 ));
             }
             self.shared.tell(Event::StoreTrouble {
