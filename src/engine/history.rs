@@ -69,6 +69,17 @@ pub fn fit(messages: &[Message], budget: usize) -> (Vec<Message>, usize) {
         first += 1;
     }
     let start = units.get(first).map_or(messages.len(), |u| u.start);
+    // The person's newest message (the task the kept exchange works on) always goes, even
+    // when the exchange alone fills the window: without it the model sees results of a
+    // task it was never given, and some APIs refuse a conversation that starts otherwise.
+    if !messages[start..].iter().any(|m| m.role == Role::User)
+        && let Some(task) = messages[..start].iter().rposition(|m| m.role == Role::User)
+    {
+        let mut kept = Vec::with_capacity(messages.len() - start + 1);
+        kept.push(messages[task].clone());
+        kept.extend_from_slice(&messages[start..]);
+        return (kept, start - 1);
+    }
     (messages[start..].to_vec(), start)
 }
 
@@ -109,6 +120,24 @@ mod tests {
         let (kept, dropped) = fit(&msgs, 10_000);
         assert_eq!(kept, msgs);
         assert_eq!(dropped, 0);
+    }
+
+    /// An exchange that fills the window alone still goes with the task it answers.
+    #[test]
+    fn the_task_goes_with_an_exchange_that_fills_the_window_alone() {
+        let big = "x".repeat(4000); // ~1000 tokens
+        let msgs = vec![
+            Message::user("an older task"),
+            Message::assistant("done", vec![]),
+            Message::user("the task"),
+            Message::assistant(&big, vec![call("a")]),
+            Message::tool_result("a", "ran"),
+        ];
+        let (kept, dropped) = fit(&msgs, 100);
+        assert_eq!(kept[0], Message::user("the task"));
+        assert_eq!(kept.len(), 3, "{kept:?}");
+        assert_eq!(kept[2], Message::tool_result("a", "ran"));
+        assert_eq!(dropped, 2);
     }
 
     #[test]
