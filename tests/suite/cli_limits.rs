@@ -19,6 +19,27 @@ fn oi_tui(dir: &std::path::Path) -> Command {
     cmd
 }
 
+/// A task run against a server that is never reached, with `args` (and a config file
+/// holding `config`, when given): its status and stderr.
+fn bad_values(dir: &std::path::Path, args: &[&str], config: Option<&str>) -> (Option<i32>, String) {
+    let mut cmd = oi_tui(dir);
+    if let Some(text) = config {
+        let path = dir.join("c.toml");
+        std::fs::write(&path, text).expect("config");
+        cmd.arg("--config").arg(path);
+    }
+    let out = cmd
+        .args(args)
+        .args(["--task", "x", "--model", "openai/x"])
+        .args(["--api-base", "http://127.0.0.1:9/v1"])
+        .output()
+        .expect("ran");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn seconds_out_of_range_are_usage_errors_with_the_range() {
     let dir = tempfile::tempdir().expect("dir");
@@ -28,14 +49,8 @@ fn seconds_out_of_range_are_usage_errors_with_the_range() {
         ["--connect-timeout", "-1"],
         ["--timeout", "NaN"],
     ] {
-        let out = oi_tui(dir.path())
-            .args(args)
-            .args(["--task", "x", "--model", "openai/x"])
-            .args(["--api-base", "http://127.0.0.1:9/v1"])
-            .output()
-            .expect("ran");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let (code, err) = bad_values(dir.path(), &args, None);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(
             err.contains("from 0.001 to 31536000 (a year)"),
             "{args:?}: {err}"
@@ -48,17 +63,12 @@ fn seconds_out_of_range_are_usage_errors_with_the_range() {
         .expect("ran");
     assert_eq!(out.status.code(), Some(2));
 
-    let config = dir.path().join("c.toml");
-    std::fs::write(&config, "timeout = 1e308\nidle_timeout = 1e30\n").expect("config");
-    let out = oi_tui(dir.path())
-        .arg("--config")
-        .arg(&config)
-        .args(["--task", "x", "--model", "openai/x"])
-        .args(["--api-base", "http://127.0.0.1:9/v1"])
-        .output()
-        .expect("ran");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (code, err) = bad_values(
+        dir.path(),
+        &[],
+        Some("timeout = 1e308\nidle_timeout = 1e30\n"),
+    );
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("timeout = 1e308: give a number of seconds"),
         "{err}"
@@ -80,26 +90,11 @@ fn reply_limits_out_of_range_are_usage_errors_with_the_range() {
             "from 1024 to 16777216 (16 MB",
         ),
     ] {
-        let out = oi_tui(dir.path())
-            .args(args)
-            .args(["--task", "x", "--model", "openai/x"])
-            .args(["--api-base", "http://127.0.0.1:9/v1"])
-            .output()
-            .expect("ran");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let (code, err) = bad_values(dir.path(), &args, None);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.contains(range), "{args:?}: {err}");
     }
-    let config = dir.path().join("c.toml");
-    std::fs::write(&config, "reply_timeout = 1e308\n").expect("config");
-    let out = oi_tui(dir.path())
-        .arg("--config")
-        .arg(&config)
-        .args(["--task", "x", "--model", "openai/x"])
-        .args(["--api-base", "http://127.0.0.1:9/v1"])
-        .output()
-        .expect("ran");
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (_, err) = bad_values(dir.path(), &[], Some("reply_timeout = 1e308\n"));
     assert!(
         err.contains("reply_timeout = 1e308: give a number"),
         "{err}"

@@ -305,12 +305,7 @@ async fn the_kill_note_names_the_processes_that_detached_and_survived() {
         .skip(1)
         .filter_map(|s| s.split(' ').next()?.parse().ok())
         .collect();
-    for &pid in &pids {
-        // SAFETY: kill(2) on the test's own leftovers, named by the note.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-        }
-    }
+    kill_leftovers(&pids);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert!(
         !stdout.contains("everything it started were killed"),
@@ -353,12 +348,7 @@ async fn leaving_names_what_blocks_detached_and_left_running() {
                 .collect()
         })
         .unwrap_or_default();
-    for &pid in &pids {
-        // SAFETY: kill(2) on the test's own leftovers, named by oi-tui.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-        }
-    }
+    kill_leftovers(&pids);
     assert!(
         stderr.contains("left running what blocks detached (setsid or nohup)"),
         "{}",
@@ -366,6 +356,16 @@ async fn leaving_names_what_blocks_detached_and_left_running() {
     );
     assert_eq!(pids.len(), 2, "{}", show(&out));
     assert!(stderr.contains("(sleep)"), "{}", show(&out));
+}
+
+/// Kills what a test's oi-tui named as left running.
+fn kill_leftovers(pids: &[i32]) {
+    for &pid in pids {
+        // SAFETY: kill(2) on the test's own leftovers, named by oi-tui.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
 }
 
 /// The kernel directories in `tmp` (those of this test's own oi-tui).
