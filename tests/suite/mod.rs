@@ -26,6 +26,7 @@ mod support;
 mod terminal;
 mod tmux;
 mod trust;
+mod tui_code_pane;
 mod tui_e2e;
 mod tui_states;
 mod tui_stream;
