@@ -55,16 +55,16 @@ pub struct Options {
     #[arg(long, value_name = "TEXT")]
     pub custom_instructions: Option<String>,
     /// The model's context window in tokens; the history is trimmed to fit.
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", value_parser = context_window)]
     pub context_window: Option<u32>,
     /// The most tokens one reply may have.
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", value_parser = at_least_one)]
     pub max_tokens: Option<u32>,
     /// Sampling temperature, 0 to 2.
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", value_parser = temperature, allow_negative_numbers = true)]
     pub temperature: Option<f32>,
     /// Model rounds allowed for one message (default 30).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub max_turns: Option<u32>,
     /// Stop any block that runs longer than this many seconds.
     #[arg(long, value_name = "SECS", value_parser = seconds, allow_negative_numbers = true)]
@@ -240,6 +240,31 @@ pub struct RunArgs {
     /// Print each result as a JSON line on stdout instead of the live output.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A count that must be at least 1 (`--max-turns`, `--max-tokens`).
+fn at_least_one(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("give a whole number, at least 1".to_string()),
+    }
+}
+
+/// A context window on the command line, within the range settings allow.
+fn context_window(text: &str) -> Result<u32, String> {
+    let n: u32 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of tokens"))?;
+    crate::config::context_window_setting(n)
+}
+
+/// A sampling temperature on the command line: 0 to 2.
+fn temperature(text: &str) -> Result<f32, String> {
+    match text.trim().parse::<f32>() {
+        Ok(t) if (0.0..=2.0).contains(&t) => Ok(t),
+        _ => Err("give a number from 0 to 2".to_string()),
+    }
 }
 
 /// A reply size on the command line, within the range settings allow.

@@ -417,6 +417,12 @@ pub fn load(
     if max_turns == 0 {
         return Err("max_turns = 0: give at least 1".to_string());
     }
+    if let Some(n) = layers.iter().rev().find_map(|s| s.context_window) {
+        context_window_setting(n).map_err(|why| format!("context_window = {n}: {why}"))?;
+    }
+    if layers.iter().rev().find_map(|s| s.max_tokens) == Some(0) {
+        return Err("max_tokens = 0: give at least 1".to_string());
+    }
     let env = layers
         .iter()
         .rev()
@@ -531,6 +537,21 @@ fn reply_bytes(value: Option<u64>) -> Result<usize, String> {
         Some(n) => reply_bytes_setting(n)
             .map(|n| n as usize)
             .map_err(|why| format!("max_reply_bytes = {n}: {why}")),
+    }
+}
+
+/// The smallest context window taken: less does not hold the system prompt and a message,
+/// and every message would be refused.
+const MIN_CONTEXT_WINDOW: u32 = 1024;
+
+/// A context window within its range, or why not.
+pub fn context_window_setting(n: u32) -> Result<u32, String> {
+    if n >= MIN_CONTEXT_WINDOW {
+        Ok(n)
+    } else {
+        Err(format!(
+            "give at least {MIN_CONTEXT_WINDOW} tokens (the system prompt and a message must fit)"
+        ))
     }
 }
 

@@ -75,9 +75,10 @@ fn seconds_out_of_range_are_usage_errors_with_the_range() {
     );
 }
 
-/// The reply's limits: out of range is a usage error naming the range, on the command line
-/// (status 2) and in the config file, and a huge number is not echoed digit by digit. The
-/// largest reply allowed is one the store can keep.
+/// The reply's limits and the model's settings: out of range is a usage error naming the
+/// range, on the command line (status 2) and in the config file, and a huge number is not
+/// echoed digit by digit. The largest reply allowed is one the store can keep; a context
+/// window too small for the system prompt is refused, not taken and every message refused.
 #[test]
 fn reply_limits_out_of_range_are_usage_errors_with_the_range() {
     let dir = tempfile::tempdir().expect("dir");
@@ -89,10 +90,26 @@ fn reply_limits_out_of_range_are_usage_errors_with_the_range() {
             ["--max-reply-bytes", "104857600"],
             "from 1024 to 16777216 (16 MB",
         ),
+        (["--max-turns", "0"], "at least 1"),
+        (["--max-tokens", "0"], "at least 1"),
+        (["--temperature", "5"], "from 0 to 2"),
+        (["--temperature", "-1"], "from 0 to 2"),
+        (["--context-window", "0"], "at least 1024 tokens"),
     ] {
         let (code, err) = bad_values(dir.path(), &args, None);
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.contains(range), "{args:?}: {err}");
+    }
+    for (config, said) in [
+        (
+            "context_window = 10\n",
+            "context_window = 10: give at least 1024",
+        ),
+        ("max_tokens = 0\n", "max_tokens = 0: give at least 1"),
+    ] {
+        let (code, err) = bad_values(dir.path(), &[], Some(config));
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains(said), "{err}");
     }
     let (_, err) = bad_values(dir.path(), &[], Some("reply_timeout = 1e308\n"));
     assert!(
