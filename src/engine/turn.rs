@@ -93,7 +93,15 @@ impl Engine {
             let request = self.request();
             let reply = match self.stream_reply(&request).await {
                 Streamed::Complete(reply) => reply,
-                Streamed::Interrupted(reply) => {
+                Streamed::Interrupted(mut reply) => {
+                    // Marked, so that the record and the model know it did not end here.
+                    if !reply.text.is_empty() {
+                        reply.text.push_str(if crate::shutdown::leaving() {
+                            "\n\n[Interrupted here: oi-tui was stopped.]"
+                        } else {
+                            "\n\n[Interrupted here by the person.]"
+                        });
+                    }
                     self.keep_partial(&reply);
                     return self.finish(TurnEnd::Interrupted);
                 }

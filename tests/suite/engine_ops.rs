@@ -167,6 +167,11 @@ async fn an_interrupted_stream_keeps_what_arrived() {
         _ => unreachable!(),
     };
     assert!(kept.starts_with("This") && !kept.contains("cut"), "{kept}");
+    // Marked as interrupted, for the record and for the model.
+    assert!(
+        kept.ends_with("[Interrupted here by the person.]"),
+        "{kept}"
+    );
     assert!(matches!(
         until(&mut h, turn_end).await,
         Event::TurnFinished {
@@ -179,9 +184,12 @@ async fn an_interrupted_stream_keeps_what_arrived() {
         })
         .unwrap();
     until(&mut h, turn_end).await;
+    let escaped = serde_json::to_string(&kept).unwrap();
     assert!(
-        server.chats()[1].all_text().contains(&kept),
-        "the partial reply is in the history"
+        server.chats()[1]
+            .all_text()
+            .contains(escaped.trim_matches('"')),
+        "the partial reply is in the history, marked"
     );
 }
 
