@@ -60,7 +60,8 @@ async fn wait_for_file(path: &std::path::Path) {
 async fn offer_then_yes(size: (u16, u16), backend: &str) {
     let layout = Layout::new();
     let target = layout.path("outside").join("made");
-    let code = format!("touch '{}' && echo made-it", target.display());
+    // Its output, `made-it`, is not in its code: what is waited for is the output.
+    let code = format!("touch '{}' && echo made-\"it\"", target.display());
     let server = ModelServer::start(vec![
         Reply::text("Making the file.").and_tool("shell", &code),
         Reply::text("All done."),
