@@ -337,6 +337,12 @@ impl App {
             .map(|trouble| format!("this session was not saved whole: {trouble}"))
     }
 
+    /// The streaming message is over (or a new one starts): its view starts over too.
+    fn clear_streaming(&mut self) {
+        self.streaming.clear();
+        self.stream_view.reset();
+    }
+
     pub fn animating(&self) -> bool {
         self.busy != Busy::Idle || self.flash.is_some() || self.code_cache.busy()
     }
@@ -377,7 +383,7 @@ impl App {
             Event::RequestStarted { .. } => {
                 self.in_turn = true;
                 self.busy = Busy::Thinking(Instant::now());
-                self.streaming.clear();
+                self.clear_streaming();
                 self.streaming_code = None;
                 self.retry_entry = None;
             }
@@ -396,7 +402,7 @@ impl App {
                 code.push(&delta, language_tag);
             }
             Event::AssistantMessage { text } => {
-                self.streaming.clear();
+                self.clear_streaming();
                 if !text.trim().is_empty() {
                     self.chat.push(Entry::Assistant(text));
                 }
@@ -640,7 +646,7 @@ impl App {
                     let text = std::mem::take(&mut self.streaming);
                     self.chat.push(Entry::Assistant(text));
                 }
-                self.streaming.clear();
+                self.clear_streaming();
                 self.streaming_code = None;
                 self.pending = None;
                 self.busy = Busy::Idle;
@@ -726,7 +732,7 @@ impl App {
         self.busy = Busy::Idle;
         self.in_turn = false;
         self.shown_block = None;
-        self.streaming.clear();
+        self.clear_streaming();
         self.setup = None;
         self.proposed.clear();
         self.terminal.clear();

@@ -38,11 +38,13 @@ pub struct StreamView {
 struct State {
     /// What the lines were rendered for: theme name, depth and width.
     key: Option<(String, Depth, u16)>,
-    /// The finished part of the text, and its lines.
-    done_text: String,
+    /// Bytes of the text that are finished, and their lines.
+    done_len: usize,
     done: Vec<Line<'static>>,
-    /// The open text the tail was rendered for, and its lines (after those of `code`).
-    tail_text: Option<String>,
+    /// The text the lines were made for, by its length and a few of its bytes: no copy of
+    /// a message of megabytes is kept or compared each frame.
+    seen: Seen,
+    /// The open part's lines (after those of `code`).
     tail: Vec<Line<'static>>,
     /// An open fenced block at the start of the tail, highlighted a line at a time.
     code: Option<OpenCode>,
@@ -67,9 +69,46 @@ struct OpenCode {
     closed: bool,
 }
 
+/// How much of a message was seen, and its first and last bytes then: enough to tell a
+/// message that only grew from another one in all but contrived cases. The owner says when
+/// a new message starts ([`StreamView::reset`]); this only guards against a missed reset.
+#[derive(Default)]
+struct Seen {
+    len: usize,
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+/// Bytes kept at each end of the text seen.
+const SEEN_ENDS: usize = 64;
+
+impl Seen {
+    fn of(text: &str) -> Seen {
+        let bytes = text.as_bytes();
+        Seen {
+            len: bytes.len(),
+            head: bytes[..bytes.len().min(SEEN_ENDS)].to_vec(),
+            tail: bytes[bytes.len().saturating_sub(SEEN_ENDS)..].to_vec(),
+        }
+    }
+
+    /// Whether `text` is the text seen, grown (or the same).
+    fn grown_into(&self, text: &str) -> bool {
+        let bytes = text.as_bytes();
+        bytes.len() >= self.len
+            && bytes.starts_with(&self.head)
+            && bytes[..self.len].ends_with(&self.tail)
+    }
+}
+
 impl StreamView {
-    /// The lines of `text`, the message streamed so far, at `width` columns. A text that
-    /// does not extend the previous one (a new message) starts the cache over.
+    /// A new message starts: nothing of the last one is kept.
+    pub fn reset(&self) {
+        *self.state.borrow_mut() = State::default();
+    }
+
+    /// The lines of `text`, the message streamed so far, at `width` columns. The text must
+    /// only grow between calls; a new message is announced with [`StreamView::reset`].
     pub fn lines(&self, text: &str, theme: &Theme, width: u16) -> Vec<Line<'static>> {
         let mut st = self.state.borrow_mut();
         st.update(text, theme, width);
@@ -101,7 +140,7 @@ impl StreamView {
 
     /// How much of the text is finished (rendered once and kept).
     pub fn finished_len(&self) -> usize {
-        self.state.borrow().done_text.len()
+        self.state.borrow().done_len
     }
 }
 
@@ -109,25 +148,22 @@ impl State {
     fn update(&mut self, text: &str, theme: &Theme, width: u16) {
         let key = (theme.name.clone(), theme.depth, width);
         let same = self.key.as_ref() == Some(&key);
-        // The text must extend what was shown last, or it is a new message.
-        let extends = text.starts_with(&self.done_text)
-            && text[self.done_text.len()..].starts_with(self.tail_text.as_deref().unwrap_or(""));
-        if !same || !extends {
+        if !same || !self.seen.grown_into(text) {
             *self = State {
                 key: Some(key),
                 ..State::default()
             };
-        } else if self.tail_text.as_deref() == Some(&text[self.done_text.len()..]) {
+        } else if text.len() == self.seen.len {
             self.cost = 0;
             return;
         }
         let mut cost = 0;
-        let open = &text[self.done_text.len()..];
+        let open = &text[self.done_len..];
         // Inside an open fenced block no new block can start: no need to look for one.
         let in_fence = self
             .code
             .as_ref()
-            .is_some_and(|c| c.start == self.done_text.len() && !c.closed);
+            .is_some_and(|c| c.start == self.done_len && !c.closed);
         // In a very long open block only its end is looked at: a frame's cost stays bounded.
         let from = if open.len() > LIVE_TAIL {
             boundary(open, open.len() - LIVE_TAIL)
@@ -149,13 +185,13 @@ impl State {
                 self.done.push(Line::default());
             }
             self.done.extend(lines);
-            self.done_text.push_str(finished);
+            self.done_len += finished.len();
             if self.done.len() > LIVE_LINES {
                 self.done.drain(..self.done.len() - LIVE_LINES);
                 self.cut = true;
             }
         }
-        let start = self.done_text.len();
+        let start = self.done_len;
         let tail = &text[start..];
         if let Some((lines, spent)) = self.open_code(start, tail, theme, width) {
             self.tail = lines;
@@ -177,7 +213,7 @@ impl State {
             cost += shown.len();
             self.tail = render_width(&shown, theme, width);
         }
-        self.tail_text = Some(text[self.done_text.len()..].to_string());
+        self.seen = Seen::of(text);
         self.cost = cost;
     }
 
@@ -679,6 +715,26 @@ mod tests {
         // A new message as long as the last one is still a new message.
         let lines = plain(&view.lines("again words here", &theme, 8));
         assert_eq!(lines, vec!["again", "words", "here"]);
+        // One that differs only in its middle is announced by its owner.
+        let ends = |middle: &str| format!("{}\n\n{middle}\n\n{}", "h".repeat(70), "t".repeat(70));
+        view.lines(&ends("the old middle"), &theme, 200);
+        view.reset();
+        let lines =
+            plain(&view.lines(&format!("{} and more", ends("the new middle")), &theme, 200));
+        assert!(lines.iter().any(|l| l == "the new middle"), "{lines:?}");
+        assert!(!lines.iter().any(|l| l.contains("old")), "{lines:?}");
+    }
+
+    /// The view keeps no copy of the message: what it holds does not grow with the text.
+    #[test]
+    fn the_view_keeps_a_few_bytes_of_the_text_not_a_copy() {
+        let theme = theme();
+        let view = StreamView::default();
+        let text = "word ".repeat(200_000);
+        view.lines(&text, &theme, 80);
+        let st = view.state.borrow();
+        assert!(st.seen.head.len() + st.seen.tail.len() <= 2 * SEEN_ENDS);
+        assert_eq!(st.seen.len, text.len());
     }
 
     const CODE_REPLY: &str = "Here is the code:\n```python\nimport os\n\ndef f(x):\n    return \"s\" + str(x)  # done\n```\n\nThat is all.\n";
