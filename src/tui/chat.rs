@@ -365,18 +365,12 @@ fn folded(text: &str) -> Option<(&str, usize, &str)> {
         return None;
     }
     let half = SHOWN_REPLY / 2;
-    let mut head = half;
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
+    let head = super::stream::floor_boundary(text, half);
     let head = text[..head]
         .rfind('\n')
         .filter(|&i| i > half / 2)
         .unwrap_or(head);
-    let mut tail = text.len() - half;
-    while !text.is_char_boundary(tail) {
-        tail += 1;
-    }
+    let tail = super::stream::boundary(text, text.len() - half);
     let tail = text[tail..]
         .char_indices()
         .find(|(_, c)| c.is_whitespace())

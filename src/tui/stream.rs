@@ -303,10 +303,18 @@ impl State {
 }
 
 /// The first character boundary of `text` at or after `at`.
-fn boundary(text: &str, at: usize) -> usize {
+pub(super) fn boundary(text: &str, at: usize) -> usize {
     (at..text.len())
         .find(|&i| text.is_char_boundary(i))
         .unwrap_or(text.len())
+}
+
+/// The last character boundary of `text` at or before `at`.
+pub(super) fn floor_boundary(text: &str, at: usize) -> usize {
+    (0..=at.min(text.len()))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0)
 }
 
 /// Where the last top-level block of `text` that follows a blank line starts (the start of
