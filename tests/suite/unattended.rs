@@ -282,22 +282,23 @@ async fn a_file_size_limit_is_reported_not_fatal_and_kernels_still_get_the_signa
     assert!(stdout.contains("Finished anyway."), "{}", show(&out));
 }
 
+/// Runs a shell block that detaches processes and then outlives its 1 s time limit. No
+/// sandbox: under bubblewrap the kernel's process namespace ends with it, and takes detached
+/// processes along; only without one can any survive.
+async fn detach_then_time_out(code: &str) -> Output {
+    let server =
+        ModelServer::start(vec![Reply::tool("shell", code), Reply::text("Stopped.")]).await;
+    Home::new()
+        .task(&server, &["--timeout", "1", "--sandbox", "off"])
+        .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_kill_note_names_the_processes_that_detached_and_survived() {
-    let server = ModelServer::start(vec![
-        Reply::tool(
-            "shell",
-            "trap '' INT\nsetsid sleep 117 &\nnohup sleep 118 >/dev/null 2>&1 &\nsleep 60",
-        ),
-        Reply::text("Stopped."),
-    ])
+    let out = detach_then_time_out(
+        "trap '' INT\nsetsid sleep 117 &\nnohup sleep 118 >/dev/null 2>&1 &\nsleep 60",
+    )
     .await;
-    let home = Home::new();
-    // No sandbox: under bubblewrap the kernel's process namespace ends with it, and takes
-    // detached processes along; only without one can any survive.
-    let out = home
-        .task(&server, &["--timeout", "1", "--sandbox", "off"])
-        .await;
     let stdout = text(&out.stdout);
     // Whatever the outcome, leave nothing running.
     let pids: Vec<i32> = stdout
@@ -326,18 +327,9 @@ async fn the_kill_note_names_the_processes_that_detached_and_survived() {
 /// stop it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leaving_names_what_blocks_detached_and_left_running() {
-    let server = ModelServer::start(vec![
-        Reply::tool(
-            "shell",
-            "setsid sleep 121 &\nnohup sleep 122 >/dev/null 2>&1 &\nsleep 60",
-        ),
-        Reply::text("Stopped."),
-    ])
-    .await;
-    let home = Home::new();
-    let out = home
-        .task(&server, &["--timeout", "1", "--sandbox", "off"])
-        .await;
+    let out =
+        detach_then_time_out("setsid sleep 121 &\nnohup sleep 122 >/dev/null 2>&1 &\nsleep 60")
+            .await;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let pids: Vec<i32> = stderr
         .split("kill ")
