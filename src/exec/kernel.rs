@@ -200,23 +200,16 @@ impl Kernel {
         set_waiting(false);
         self.pass_idle_output(sink);
         self.process.control.restore_modes();
-        if crate::shutdown::leaving() {
-            return RunResult::unavailable(
-                block_id,
-                self.language,
-                "oi-tui was stopped (a signal, or a fatal error) before this block started; it did not run.".to_string(),
-            );
-        }
-        let block_file = match self.hand_over(block_id, code) {
-            Ok(path) => path,
-            Err(_) if crate::shutdown::leaving() => {
-                return RunResult::unavailable(
-                    block_id,
-                    self.language,
-                    "oi-tui was stopped (a signal, or a fatal error) before this block started; it did not run.".to_string(),
-                );
-            }
-            Err(e) => {
+        // oi-tui leaving (a signal, a fatal error) removes the kernel's directory: a block
+        // not handed over by then, or whose hand-over failed for that, did not run.
+        let handed = if crate::shutdown::leaving() {
+            None
+        } else {
+            Some(self.hand_over(block_id, code))
+        };
+        let block_file = match handed {
+            Some(Ok(path)) => path,
+            Some(Err(e)) if !crate::shutdown::leaving() => {
                 return RunResult::unavailable(
                     block_id,
                     self.language,
@@ -224,6 +217,13 @@ impl Kernel {
                         "Could not hand the block to the {} kernel: {e}.",
                         self.language
                     ),
+                );
+            }
+            _ => {
+                return RunResult::unavailable(
+                    block_id,
+                    self.language,
+                    "oi-tui was stopped (a signal, or a fatal error) before this block started; it did not run.".to_string(),
                 );
             }
         };
