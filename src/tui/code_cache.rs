@@ -63,6 +63,11 @@ impl CodeCache {
         self.job.borrow().is_some()
     }
 
+    /// Whether the lines are in their final colours (highlighting loaded, none running).
+    pub fn coloured(&self) -> bool {
+        ready() && !self.busy()
+    }
+
     /// The number of lines of the finished content, if any (for tests).
     pub fn finished_lines(&self) -> Option<usize> {
         self.done.borrow().as_ref().map(|(_, lines)| lines.len())

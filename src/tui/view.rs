@@ -391,7 +391,7 @@ fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
                 true,
             ),
         };
-        let styled = super::highlight::ready() && !app.code_cache.busy();
+        let styled = app.code_cache.coloured();
         let content = super::code::Content {
             key: pending.content_key(),
             lines,
@@ -439,7 +439,7 @@ fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
         key: hasher.finish(),
         lines,
         numbered: true,
-        styled: super::highlight::ready() && !app.code_cache.busy(),
+        styled: app.code_cache.coloured(),
         theme: &app.theme,
     };
     draw_code_content(frame, app, area, title, content, focused);
