@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 
 use oi_tui::exec::{Language, RunResult, RunStatus};
 use oi_tui::llm::Message;
-use oi_tui::protocol::{Event, ProposedBlock};
+use oi_tui::protocol::Event;
 use oi_tui::store::{Recorder, Redactor, Store};
 use oi_tui::tui::app::{App, Msg};
 use oi_tui::tui::theme::{Depth, Theme};
@@ -34,28 +34,11 @@ pub fn result(id: u64, status: RunStatus, exit: Option<i32>, output: &str) -> Ru
 }
 
 fn proposed(id: u64, code: &str) -> Event {
-    Event::BlockProposed {
-        block: ProposedBlock {
-            id,
-            language_tag: "python".into(),
-            language: Some(Language::Python),
-            code: code.into(),
-        },
-        index: 1,
-        of: 1,
-        verdict: None,
-        gate: None,
-        allow: None,
-    }
+    super::support::proposed_event(id, Language::Python, code)
 }
 
 fn started(id: u64, code: &str, edited: bool) -> Event {
-    Event::ExecStarted {
-        block_id: id,
-        language: Language::Python,
-        code: code.into(),
-        edited,
-    }
+    super::support::started_event(id, Language::Python, code, edited)
 }
 
 /// A session with a block that ran, one edited, one skipped with a reason, one that failed.

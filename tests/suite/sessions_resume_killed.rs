@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use oi_tui::exec::{Language, RunResult, RunStatus};
 use oi_tui::llm::{Message, Role, ToolCall};
-use oi_tui::protocol::{Event, ProposedBlock};
+use oi_tui::protocol::Event;
 use oi_tui::store::{Recorder, Redactor, Store};
 use serde_json::Value;
 
@@ -301,28 +301,11 @@ async fn a_session_killed_while_a_block_waited_for_approval_resumes_with_its_cal
 }
 
 fn proposed(id: u64, language: Language, code: &str) -> Event {
-    Event::BlockProposed {
-        block: ProposedBlock {
-            id,
-            language_tag: language.name().into(),
-            language: Some(language),
-            code: code.into(),
-        },
-        index: 1,
-        of: 1,
-        verdict: None,
-        gate: None,
-        allow: None,
-    }
+    super::support::proposed_event(id, language, code)
 }
 
 fn started(id: u64, code: &str, edited: bool) -> Event {
-    Event::ExecStarted {
-        block_id: id,
-        language: Language::Shell,
-        code: code.into(),
-        edited,
-    }
+    super::support::started_event(id, Language::Shell, code, edited)
 }
 
 fn call(id: &str) -> ToolCall {

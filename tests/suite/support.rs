@@ -178,3 +178,35 @@ pub async fn read_until(stdout: &mut tokio::process::ChildStdout, needle: &str) 
     }
     seen
 }
+
+/// The event of block `id` proposed (the whole reply's only block).
+pub fn proposed_event(id: u64, language: Language, code: &str) -> oi_tui::protocol::Event {
+    oi_tui::protocol::Event::BlockProposed {
+        block: oi_tui::protocol::ProposedBlock {
+            id,
+            language_tag: language.name().into(),
+            language: Some(language),
+            code: code.into(),
+        },
+        index: 1,
+        of: 1,
+        verdict: None,
+        gate: None,
+        allow: None,
+    }
+}
+
+/// The event of block `id` starting to run.
+pub fn started_event(
+    id: u64,
+    language: Language,
+    code: &str,
+    edited: bool,
+) -> oi_tui::protocol::Event {
+    oi_tui::protocol::Event::ExecStarted {
+        block_id: id,
+        language,
+        code: code.into(),
+        edited,
+    }
+}
