@@ -24,21 +24,12 @@ impl Run {
     }
 
     fn command(&self, server: &ModelServer, args: &[&str]) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"));
+        let mut cmd = super::support::isolated_oi_tui(self.dir.path());
         cmd.args(["--model", "openai/scripted", "--api-base"])
             .arg(server.base("openai"))
             .args(args)
             .arg("--data-dir")
-            .arg(self.dir.path().join("data"))
-            .current_dir(self.dir.path())
-            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OI_TUI_MODEL")
-            .env_remove("OI_TUI_API_BASE")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            .arg(self.dir.path().join("data"));
         cmd
     }
 

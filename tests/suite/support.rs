@@ -210,3 +210,23 @@ pub fn started_event(
         edited,
     }
 }
+
+/// The binary, run in `dir` with its config and data there and none of this machine's
+/// oi-tui or provider settings; stdin null, output captured, killed with the test.
+pub fn isolated_oi_tui(dir: &std::path::Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"));
+    cmd.current_dir(dir)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_DATA_HOME", dir.join("share"))
+        .env_remove("OI_TUI_CONFIG")
+        .env_remove("OI_TUI_MODEL")
+        .env_remove("OI_TUI_API_BASE")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OLLAMA_HOST")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}

@@ -7,7 +7,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use oi_tui::exec::{Block, Language, RunStatus};
@@ -36,24 +36,14 @@ impl Home {
 
     /// `oi-tui -y --task go` against the server, with `extra` flags, stdin null.
     fn command(&self, server: &ModelServer, extra: &[&str]) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"));
+        let mut cmd = super::support::isolated_oi_tui(self.dir.path());
         cmd.args(extra)
             .args(["-y", "--task", "go", "--model", "openai/scripted"])
             .arg("--api-base")
             .arg(server.base("openai"))
             .args(["--api-key", "k", "--data-dir"])
             .arg(self.path("data"))
-            .current_dir(self.dir.path())
-            .env("TMPDIR", self.path("tmp"))
-            .env("XDG_CONFIG_HOME", self.path("config"))
-            .env("XDG_DATA_HOME", self.path("share"))
-            .env_remove("OI_TUI_CONFIG")
-            .env_remove("OI_TUI_MODEL")
-            .env_remove("OI_TUI_API_BASE")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            .env("TMPDIR", self.path("tmp"));
         cmd
     }
 
