@@ -5,66 +5,39 @@
 //! Colours and cursor movement are left out; a line rewritten with carriage returns (a
 //! progress bar) is written once, as it ended. A terminal gets the raw output instead.
 
+use crate::safe_text::OutputFilter;
+
 /// Turns a block's terminal output into plain, complete lines.
 #[derive(Default)]
 pub struct PlainLines {
+    /// What may reach a terminal first ([`OutputFilter`]: it knows every kind of escape
+    /// sequence); what it lets through comes whole, so it is easy to leave out.
+    filter: OutputFilter,
     line: Vec<u8>,
     /// A carriage return came: the next character rewrites the line, unless it ends it.
     cr: bool,
-    escape: Escape,
     /// Anything was written for the current block.
     pub wrote: bool,
-}
-
-#[derive(Default, Clone, Copy, PartialEq, Eq)]
-enum Escape {
-    #[default]
-    None,
-    /// After ESC.
-    Start,
-    /// In `ESC [ …` until its final byte.
-    Csi,
-    /// In `ESC ] …` until BEL or `ESC \`.
-    Osc,
-    OscEsc,
 }
 
 impl PlainLines {
     /// The complete lines in `data` (with what came before), each ending with a newline.
     pub fn push(&mut self, data: &[u8]) -> String {
+        let safe = self.filter.filter(data);
         let mut out = Vec::new();
-        for &b in data {
-            match self.escape {
-                Escape::Start => {
-                    self.escape = match b {
-                        b'[' => Escape::Csi,
-                        b']' => Escape::Osc,
-                        _ => Escape::None,
-                    };
-                    continue;
-                }
-                Escape::Csi => {
-                    if (0x40..=0x7e).contains(&b) {
-                        self.escape = Escape::None;
-                    }
-                    continue;
-                }
-                Escape::Osc => {
-                    self.escape = match b {
-                        0x07 => Escape::None,
-                        0x1b => Escape::OscEsc,
-                        _ => Escape::Osc,
-                    };
-                    continue;
-                }
-                Escape::OscEsc => {
-                    self.escape = Escape::None;
-                    continue;
-                }
-                Escape::None => {}
-            }
+        let mut bytes = safe.iter().copied();
+        while let Some(b) = bytes.next() {
             match b {
-                0x1b => self.escape = Escape::Start,
+                // A sequence the filter kept (colours, cursor movement): left out whole.
+                0x1b => {
+                    if bytes.next() == Some(b'[') {
+                        for b in bytes.by_ref() {
+                            if (0x40..=0x7e).contains(&b) {
+                                break;
+                            }
+                        }
+                    }
+                }
                 b'\n' => {
                     out.append(&mut self.line);
                     out.push(b'\n');
@@ -116,6 +89,9 @@ mod tests {
         assert_eq!(plain.push(b"10%\r50%\r100%\r\n"), "100%\n");
         // A title sequence and a bell are left out.
         assert_eq!(plain.push(b"\x1b]0;title\x07ok\x08\n"), "ok\n");
+        // Device control strings and the like are left out too, even split across chunks.
+        assert_eq!(plain.push(b"\x1bPq#0;2;0;0;0"), "");
+        assert_eq!(plain.push(b"~-\x1b\\sixel\n"), "sixel\n");
         assert_eq!(plain.push(b"last"), "");
         assert_eq!(plain.finish(), ("last".to_string(), true));
         assert_eq!(plain.finish(), (String::new(), false));
