@@ -183,19 +183,16 @@ fn copy_all(conn: &Connection) -> Result<Copied, StoreError> {
     // Rows whose session is lost go too, as a store would never hold them.
     conn.execute_batch("PRAGMA foreign_keys = OFF;")?;
     for table in TABLES {
-        let (rows, whole) = copy_table(conn, table)?;
-        kept.push((table, rows));
-        if !whole {
+        if !copy_table(conn, table)? {
             unreadable.push(table);
         }
     }
-    conn.execute_batch(
-        "BEGIN;
-         DELETE FROM messages WHERE session_id NOT IN (SELECT id FROM sessions);
-         DELETE FROM blocks WHERE session_id NOT IN (SELECT id FROM sessions);
-         DELETE FROM events WHERE session_id NOT IN (SELECT id FROM sessions);
-         DELETE FROM partial_output WHERE session_id NOT IN (SELECT id FROM sessions);",
-    )?;
+    conn.execute_batch("BEGIN")?;
+    for table in &TABLES[1..] {
+        conn.execute_batch(&format!(
+            "DELETE FROM {table} WHERE session_id NOT IN (SELECT id FROM sessions)"
+        ))?;
+    }
     // What the update triggers would have indexed (inserting a row indexes the rest).
     conn.execute_batch(
         "INSERT INTO search (text, session_id, kind, ref)
@@ -206,20 +203,21 @@ fn copy_all(conn: &Connection) -> Result<Copied, StoreError> {
          COMMIT;
          PRAGMA foreign_keys = ON;",
     )?;
-    for (table, n) in kept.iter_mut() {
-        *n = conn.query_row(&format!("SELECT count(*) FROM main.{table}"), [], |r| {
+    for table in TABLES {
+        let n = conn.query_row(&format!("SELECT count(*) FROM main.{table}"), [], |r| {
             r.get::<_, i64>(0)
-        })? as usize;
+        })?;
+        kept.push((table, n as usize));
     }
     Ok((kept, unreadable))
 }
 
 /// Copies the readable rows of `table` in rowid order, stepping over what cannot be read.
-/// Returns the rows copied and whether the table was read whole.
-fn copy_table(conn: &Connection, table: &str) -> Result<(usize, bool), StoreError> {
+/// Returns whether the table was read whole.
+fn copy_table(conn: &Connection, table: &str) -> Result<bool, StoreError> {
     let columns = shared_columns(conn, table)?;
     if columns.is_empty() {
-        return Ok((0, true));
+        return Ok(true);
     }
     let list = columns.join(", ");
     let marks = vec!["?"; columns.len()].join(", ");
@@ -231,7 +229,6 @@ fn copy_table(conn: &Connection, table: &str) -> Result<(usize, bool), StoreErro
     ))?;
     let mut from = i64::MIN;
     let mut whole = true;
-    let mut copied = 0;
     loop {
         // A batch is read whole before it is written: a read that fails on a damaged page
         // keeps the rows read before it.
@@ -271,7 +268,6 @@ fn copy_table(conn: &Connection, table: &str) -> Result<(usize, bool), StoreErro
         conn.execute_batch("BEGIN")?;
         for values in batch {
             write.execute(rusqlite::params_from_iter(values))?;
-            copied += 1;
         }
         conn.execute_batch("COMMIT")?;
         if !failed {
@@ -280,14 +276,14 @@ fn copy_table(conn: &Connection, table: &str) -> Result<(usize, bool), StoreErro
                     from = last.saturating_add(1);
                     continue;
                 }
-                _ => return Ok((copied, whole)),
+                _ => return Ok(whole),
             }
         }
         whole = false;
         let after = last.map_or(from, |l| l.saturating_add(1));
         match next_readable(conn, table, after) {
             Some(next) if next > from => from = next,
-            _ => return Ok((copied, whole)),
+            _ => return Ok(whole),
         }
     }
 }
