@@ -417,12 +417,14 @@ impl Transcript {
                     // The question that follows shows the whole block and its verdict.
                     return;
                 }
-                // Shown unless the reply's text showed this very code as a fenced block:
-                // words that merely end with the code (`I will run: cat`) do not count.
+                // Shown unless the reply's text showed this very code as a fenced block of
+                // its language: words that merely end with the code (`I will run: cat`), or
+                // a fence that names another language, do not count.
                 let shown_as_fence = !block.code.trim().is_empty()
-                    && crate::engine::all_fences(&self.message)
-                        .iter()
-                        .any(|f| f.code.trim() == block.code.trim());
+                    && crate::engine::all_fences(&self.message).iter().any(|f| {
+                        f.code.trim() == block.code.trim()
+                            && crate::exec::Language::parse(&f.tag) == block.language
+                    });
                 if !shown_as_fence {
                     for line in block.code.lines() {
                         text.push_str(&format!("│ {}\n", visible(line)));

@@ -259,6 +259,18 @@ async fn the_code_that_runs_is_in_its_box_whatever_the_words_before_it() {
     let stdout = text(&out.stdout);
     assert!(!stdout.contains("│ echo fenced"), "{stdout}");
     assert!(stdout.contains("echo fenced"), "{stdout}");
+    // A fence of the same text in another language is not the block that runs.
+    let server = ModelServer::start(vec![
+        Reply::text("Like this:\n```python\nprint(42)\n```\n").and_tool("shell", "print(42)"),
+        Reply::text("Done."),
+    ])
+    .await;
+    let out = home.task(&server, "openai", "go", &["-y"]).await;
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("shell · block 1\n│ print(42)\n└─"),
+        "{stdout}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
