@@ -72,6 +72,19 @@ pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(move |info| {
         reaper::kill_all();
         restore_terminal();
+        // Standard error that cannot be written (`2>/dev/full`) is not a bug: oi-tui could
+        // not say anything more, so it stops before anything runs unseen, like a standard
+        // output that cannot be written (see `stdout`), and says so where it still can.
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if text.starts_with("failed printing to stderr") {
+            crate::stdout::report_unwritable_stderr();
+            std::process::exit(1);
+        }
         previous(info);
         std::process::exit(101);
     }));

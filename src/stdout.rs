@@ -31,3 +31,13 @@ pub fn println(text: &str) {
     line.push('\n');
     write(line.as_bytes());
 }
+
+/// Says on standard output, if it still can, that standard error could not be written.
+pub fn report_unwritable_stderr() {
+    let mut out = std::io::stdout();
+    let _ = writeln!(
+        out,
+        "oi-tui: error: cannot write to standard error; stopping"
+    );
+    let _ = out.flush();
+}

@@ -266,6 +266,25 @@ async fn a_full_standard_output_is_said_and_fails() {
         .expect("ran");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write to standard output"));
+    // Standard error that cannot be written: no panic (status 101), and nothing runs.
+    let out = oi_tui(dir.path())
+        .args(["-y", "--task", "go", "--model", "openai/scripted"])
+        .args(["--api-base", &server.base("openai"), "--api-key", "k"])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .stderr(full())
+        .output()
+        .expect("ran");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("cannot write to standard error"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        !dir.path().join("ran-unseen").exists(),
+        "a block ran unseen"
+    );
 }
 
 /// Reading sessions creates nothing: a mistyped `--data-dir` is said, not answered with a
