@@ -30,6 +30,8 @@ pub struct Repaired {
     pub kept: Vec<(&'static str, usize)>,
     /// Tables with rows that could not be read.
     pub unreadable: Vec<&'static str>,
+    /// Sessions whose own row was lost, kept under a title that says so.
+    pub recovered: usize,
 }
 
 impl std::fmt::Display for Repaired {
@@ -56,9 +58,21 @@ impl std::fmt::Display for Repaired {
                 self.unreadable.join(", ")
             )?;
         }
+        if self.recovered > 0 {
+            write!(
+                f,
+                " {} whose own record was lost {} kept under the title \"{RECOVERED}\".",
+                if self.recovered == 1 {
+                    "1 session".to_string()
+                } else {
+                    format!("{} sessions", self.recovered)
+                },
+                if self.recovered == 1 { "is" } else { "are" }
+            )?;
+        }
         write!(
             f,
-            " The damaged file is kept as {}; delete it when you no longer need it.",
+            " The file as it was is kept as {}; delete it when you no longer need it.",
             self.damaged.display()
         )
     }
@@ -98,7 +112,7 @@ pub fn repair(data_dir: &Path) -> Result<Repaired, StoreError> {
     let store = Store::open_file(&fresh)?;
     let conn = store.conn();
     let copied = attach_alone(conn, &path).and_then(|()| copy_all(conn));
-    let (kept, unreadable) = match copied {
+    let (kept, unreadable, recovered) = match copied {
         Ok(done) => done,
         Err(e) => {
             drop(store);
@@ -117,7 +131,7 @@ pub fn repair(data_dir: &Path) -> Result<Repaired, StoreError> {
     conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
     drop(store);
     let stamp = super::record::local_stamp();
-    let damaged = data_dir.join(format!("{FILE}.damaged-{stamp}"));
+    let damaged = data_dir.join(format!("{FILE}.before-repair-{stamp}"));
     for suffix in ["", "-wal", "-shm"] {
         let from = PathBuf::from(format!("{}{suffix}", path.display()));
         if from.exists() {
@@ -134,6 +148,7 @@ pub fn repair(data_dir: &Path) -> Result<Repaired, StoreError> {
         damaged,
         kept,
         unreadable,
+        recovered,
     })
 }
 
@@ -174,7 +189,12 @@ fn attach_alone(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     }
 }
 
-type Copied = (Vec<(&'static str, usize)>, Vec<&'static str>);
+/// Rows kept per table, the tables with rows that could not be read, and the sessions kept
+/// for their messages after their own row was lost.
+type Copied = (Vec<(&'static str, usize)>, Vec<&'static str>, usize);
+
+/// The title of a session whose own row was lost but whose messages or blocks were read.
+const RECOVERED: &str = "recovered: its record was damaged";
 
 /// Copies every readable row of every table, then rebuilds the search index.
 fn copy_all(conn: &Connection) -> Result<Copied, StoreError> {
@@ -187,12 +207,26 @@ fn copy_all(conn: &Connection) -> Result<Copied, StoreError> {
             unreadable.push(table);
         }
     }
+    // Messages and blocks whose session's own row was lost are kept, under a session that
+    // says so: they are the user's work.
     conn.execute_batch("BEGIN")?;
-    for table in &TABLES[1..] {
-        conn.execute_batch(&format!(
-            "DELETE FROM {table} WHERE session_id NOT IN (SELECT id FROM sessions)"
-        ))?;
-    }
+    let recovered = conn.execute(
+        &format!(
+            "INSERT INTO sessions (id, title, created_at, updated_at)
+             SELECT session_id, '{RECOVERED}', min(created_at), max(created_at) FROM (
+                 SELECT session_id, created_at FROM messages
+                 UNION ALL SELECT session_id, created_at FROM blocks
+                 UNION ALL SELECT session_id, created_at FROM events
+                 UNION ALL SELECT session_id, 0 FROM partial_output)
+             WHERE session_id NOT IN (SELECT id FROM sessions)
+             GROUP BY session_id"
+        ),
+        [],
+    )?;
+    conn.execute_batch(
+        "UPDATE sessions SET messages = (SELECT count(*) FROM messages m WHERE m.session_id = sessions.id)
+         WHERE messages = 0",
+    )?;
     // What the update triggers would have indexed (inserting a row indexes the rest).
     conn.execute_batch(
         "INSERT INTO search (text, session_id, kind, ref)
@@ -209,7 +243,7 @@ fn copy_all(conn: &Connection) -> Result<Copied, StoreError> {
         })?;
         kept.push((table, n as usize));
     }
-    Ok((kept, unreadable))
+    Ok((kept, unreadable, recovered))
 }
 
 /// Copies the readable rows of `table` in rowid order, stepping over what cannot be read.

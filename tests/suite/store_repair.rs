@@ -111,9 +111,9 @@ async fn a_damaged_search_index_is_said_and_repair_brings_every_session_back() {
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("sessions.db.damaged-"))
+        .filter(|n| n.starts_with("sessions.db.before-repair-"))
         .collect();
-    assert_eq!(damaged.len(), 1, "the damaged file is kept: {damaged:?}");
+    assert_eq!(damaged.len(), 1, "the file as it was is kept: {damaged:?}");
     assert!(stdout.contains(&damaged[0]), "{stdout}");
 
     // Search finds the output again, and the store takes new sessions.
@@ -129,6 +129,30 @@ async fn a_damaged_search_index_is_said_and_repair_brings_every_session_back() {
     );
     let (_, shown, _) = run(&data, &["sessions", "show", "last"]).await;
     assert!(shown.contains("The third answer."), "{shown}");
+}
+
+/// The page holding the sessions' own rows is damaged: their messages, still readable, are
+/// kept under a session that says its record was lost, not dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_whose_session_row_was_lost_are_kept() {
+    let server = ModelServer::start(vec![Reply::text("An answer worth keeping.")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (code, _, stderr) = task(&server, &data, "a question worth keeping").await;
+    assert_eq!(code, 0, "{stderr}");
+    let db = data.join("sessions.db");
+    damage_page(&db, root_page(&db, "sessions"));
+    let (code, stdout, stderr) = run(&data, &["sessions", "repair"]).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("2 messages"), "{stdout}");
+    assert!(
+        stdout.contains("1 session whose own record was lost is kept"),
+        "{stdout}"
+    );
+    let (_, list, _) = run(&data, &["sessions", "list"]).await;
+    assert!(list.contains("recovered: its record was damaged"), "{list}");
+    let (_, shown, _) = run(&data, &["sessions", "show", "last"]).await;
+    assert!(shown.contains("An answer worth keeping."), "{shown}");
 }
 
 /// A store with 3000 messages written straight into it, one of whose pages is damaged.
