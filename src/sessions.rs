@@ -179,8 +179,9 @@ pub fn run(args: SessionsArgs, settings: &Settings) -> i32 {
             | SessionsCommand::Search { .. }
             | SessionsCommand::Export { .. }
     );
-    // Reading creates nothing: a mistyped --data-dir must not leave a new store behind.
-    if reads_only && !settings.data_dir.join(crate::store::FILE).exists() {
+    // Nothing here creates a store: a mistyped --data-dir must not leave a new one behind,
+    // and there is nothing to read, delete or rename in a store that does not exist.
+    if !settings.data_dir.join(crate::store::FILE).exists() {
         let dir = visible(&settings.data_dir.display().to_string());
         if let SessionsCommand::List { json, .. } = args.command {
             crate::stdout::println(&if json {

@@ -307,7 +307,13 @@ fn reading_sessions_from_a_directory_without_a_store_creates_nothing() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("No sessions yet"));
     let out = run(&["list", "--json"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
-    for args in [&["show", "last"][..], &["search", "x"], &["export", "last"]] {
+    for args in [
+        &["show", "last"][..],
+        &["search", "x"],
+        &["export", "last"],
+        &["delete", "abc"],
+        &["rename", "abc", "x"],
+    ] {
         let out = run(args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         assert!(
