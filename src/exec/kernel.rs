@@ -135,6 +135,9 @@ impl Kernel {
         }
         cmd.env("TERM", "xterm-256color");
         cmd.env("OI_TUI", "1");
+        // Inherited by everything the blocks start, however detached: what still runs when
+        // oi-tui leaves is found by it (see `reaper::left_running`).
+        cmd.env(super::reaper::OWNER_VAR, std::process::id().to_string());
         let process = PtyProcess::spawn(cmd, size)?;
         Ok(Kernel {
             language,

@@ -36,6 +36,38 @@ pub fn kill_all() {
     super::tempdirs::remove_all();
 }
 
+/// The variable every kernel's processes carry: the pid of the oi-tui that started them.
+pub const OWNER_VAR: &str = "OI_TUI_OWNER";
+
+/// Live processes (other than oi-tui) whose environment says this oi-tui started them.
+#[cfg(target_os = "linux")]
+fn carrying_owner() -> Vec<Survivor> {
+    let own = std::process::id() as i32;
+    let needle = format!("{OWNER_VAR}={own}");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != own)
+        .filter(|&pid| proc_stat(pid).is_some_and(|s| s.state != 'Z' && s.state != 'X'))
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle.as_bytes()))
+        })
+        .map(|pid| Survivor {
+            pid,
+            name: std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .map(|n| n.trim().to_string())
+                .unwrap_or_default(),
+        })
+        .collect()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn carrying_owner() -> Vec<Survivor> {
+    Vec::new()
+}
+
 /// Processes blocks detached (`setsid`, `nohup`) that outlived the kernels killed on the
 /// way out: oi-tui leaves them running, and says so.
 static LEFT_RUNNING: Mutex<Vec<Survivor>> = Mutex::new(Vec::new());
@@ -50,6 +82,9 @@ pub fn left_running() -> Option<String> {
         .into_iter()
         .filter(|s| proc_alive(s.pid))
         .collect();
+    // Those that left the kernel's process tree too (`setsid -f`, a daemon's double fork)
+    // still carry the variable every kernel's process has.
+    left.extend(carrying_owner());
     left.sort_by_key(|s| s.pid);
     left.dedup_by_key(|s| s.pid);
     if left.is_empty() {
