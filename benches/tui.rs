@@ -67,6 +67,7 @@ fn frame_time() {
                     language_tag: "python".into(),
                     language: Some(Language::Python),
                     code: format!("df = load({i})\nprint(df.describe())"),
+                    caller: None,
                 },
                 index: 1,
                 of: 1,

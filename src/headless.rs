@@ -385,7 +385,8 @@ impl Transcript {
             | Event::UserMessage { .. }
             | Event::ExecAwaitingInput { .. }
             | Event::StoreTrouble { .. }
-            | Event::StoreRecovered { .. } => {}
+            | Event::StoreRecovered { .. }
+            | Event::CallFinished { .. } => {}
             Event::RequestStarted { .. } => self.message.clear(),
             Event::AssistantDelta { text } => {
                 self.message.push_str(text);
@@ -491,7 +492,8 @@ impl Transcript {
             Event::Notice { message }
             | Event::HistoryChanged { note: message, .. }
             | Event::RulesChanged { note: message, .. }
-            | Event::SandboxChanged { note: message, .. } => {
+            | Event::SandboxChanged { note: message, .. }
+            | Event::KernelsRestarted { note: message, .. } => {
                 self.line_break();
                 eprintln!("oi-tui: {}", visible(message));
             }

@@ -10,6 +10,7 @@
 //! results go back into the history; the next round follows, until the model answers
 //! without code, the round limit is reached, the person interrupts, or the provider fails.
 
+mod calls;
 mod fences;
 mod gate;
 mod history;
@@ -19,6 +20,7 @@ mod reply;
 mod request;
 mod rules;
 mod sandbox;
+mod tools;
 mod turn;
 
 use std::collections::VecDeque;
@@ -34,6 +36,7 @@ use crate::protocol::{ApprovalMode, BlockId, Event, Op};
 
 pub use fences::{Fence, all_fences, runnable_fences};
 pub use history::{estimate_tokens, fit};
+pub use tools::{Audience, TOOL_NAME, execute_tool, parse_arguments};
 
 /// Everything the engine needs to know.
 #[derive(Debug, Clone)]
@@ -145,6 +148,8 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
         queued: VecDeque::new(),
         shutdown: false,
         context: Vec::new(),
+        call: None,
+        call_cancelled: false,
     };
     let task = tokio::spawn(engine.run());
     Ok(EngineHandle {
@@ -178,6 +183,10 @@ struct Engine {
     shutdown: bool,
     /// What the person ran with `!cmd` since their last message, for the model to see.
     context: Vec<String>,
+    /// The caller's call being decided or run now (`Op::RunCode`), if any.
+    call: Option<crate::protocol::CallId>,
+    /// Its caller cancelled it (`Op::CancelCall`).
+    call_cancelled: bool,
 }
 
 impl Engine {
@@ -224,8 +233,25 @@ impl Engine {
                 Op::Undo => self.undo(),
                 Op::SetModel { model } => self.set_model(&model),
                 Op::SetSandbox { mode, network } => self.set_sandbox(mode, network).await,
+                Op::RunCode {
+                    call,
+                    caller,
+                    language,
+                    code,
+                    timeout_secs,
+                } => {
+                    self.run_for_caller(call, caller, language, code, timeout_secs)
+                        .await
+                }
+                Op::RestartKernels { language } => self.restart_kernels(language).await,
                 Op::Shutdown => break,
                 other => self.side_op(other),
+            }
+        }
+        // Calls still waiting are answered: they will not run.
+        for op in std::mem::take(&mut self.queued) {
+            if let Op::RunCode { call, .. } = op {
+                self.emit(calls::cancelled_before(call));
             }
         }
         self.kernels.shutdown().await;
@@ -257,7 +283,13 @@ impl Engine {
     async fn shell(&mut self, command: String) {
         let id = self.take_block_id();
         let (result, _) = self
-            .execute(id, Language::Shell, command.clone(), false)
+            .execute(
+                id,
+                Language::Shell,
+                command.clone(),
+                false,
+                self.config.block_timeout,
+            )
             .await;
         self.context.push(format!(
             "The user ran `{}` in the shell:\n{}",
@@ -363,13 +395,25 @@ impl Engine {
 
     /// Ops between turns that need no turn of their own: input and resize reach the kernels.
     fn side_op(&mut self, op: Op) {
-        side_op(&self.kernels, &mut self.queued, &mut self.shutdown, op);
+        side_op(
+            &self.kernels,
+            &mut self.queued,
+            &mut self.shutdown,
+            &self.events,
+            op,
+        );
     }
 }
 
 /// What an op that arrives in the middle of something does, as a function of the parts it
 /// touches (so that it can run while the stream or the block borrows the engine).
-fn side_op(kernels: &Kernels, queued: &mut VecDeque<Op>, shutdown: &mut bool, op: Op) {
+fn side_op(
+    kernels: &Kernels,
+    queued: &mut VecDeque<Op>,
+    shutdown: &mut bool,
+    events: &mpsc::UnboundedSender<Event>,
+    op: Op,
+) {
     match op {
         Op::Input { data } => {
             let _ = kernels.write_input(&data);
@@ -382,7 +426,20 @@ fn side_op(kernels: &Kernels, queued: &mut VecDeque<Op>, shutdown: &mut bool, op
         | Op::Reset
         | Op::Undo
         | Op::SetModel { .. }
-        | Op::SetSandbox { .. }) => queued.push_back(op),
+        | Op::SetSandbox { .. }
+        | Op::RunCode { .. }
+        | Op::RestartKernels { .. }) => queued.push_back(op),
+        // A call that waits for its turn is dropped, and its caller answered; one that is
+        // neither waiting nor running has been answered already.
+        Op::CancelCall { call } => {
+            let waiting = queued
+                .iter()
+                .position(|op| matches!(op, Op::RunCode { call: c, .. } if *c == call));
+            if let Some(at) = waiting {
+                queued.remove(at);
+                let _ = events.send(calls::cancelled_before(call));
+            }
+        }
         // Nothing is running or waiting for a decision: stale.
         Op::Interrupt | Op::Decision { .. } => {}
     }

@@ -85,7 +85,7 @@ impl Reply {
                 name: c
                     .name
                     .clone()
-                    .unwrap_or_else(|| super::super::llm::tool::TOOL_NAME.into()),
+                    .unwrap_or_else(|| super::tools::TOOL_NAME.into()),
                 arguments: if c.arguments.trim().is_empty() {
                     "{}".to_string()
                 } else {

@@ -106,7 +106,7 @@ impl Engine {
         ChatRequest {
             system: redactor.clean(&system),
             messages,
-            tools: self.tools,
+            tools: self.offered_tools(),
             max_tokens: self.config.max_tokens,
             temperature: self.config.temperature,
             context_window: self
@@ -198,7 +198,13 @@ impl Engine {
                         }
                         Some(op) => {
                             let stop = matches!(op, Op::Shutdown);
-                            side_op(&self.kernels, &mut self.queued, &mut self.shutdown, op);
+                            side_op(
+                                &self.kernels,
+                                &mut self.queued,
+                                &mut self.shutdown,
+                                &self.events,
+                                op,
+                            );
                             if stop {
                                 break None;
                             }

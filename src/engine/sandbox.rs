@@ -150,7 +150,15 @@ impl Engine {
         });
         let outside = Arc::new(self.kernels.relaunched(Vec::new(), None));
         let sandboxed = std::mem::replace(&mut self.kernels, outside);
-        let (second, interrupted) = self.execute(block_id, language, code.clone(), edited).await;
+        let (second, interrupted) = self
+            .execute(
+                block_id,
+                language,
+                code.clone(),
+                edited,
+                self.config.block_timeout,
+            )
+            .await;
         let outside = std::mem::replace(&mut self.kernels, sandboxed);
         outside.shutdown().await;
         Some(Escalation {

@@ -2,7 +2,6 @@
 //! answers without code or something stops it.
 
 use crate::exec::{Block, Language, RunResult};
-use crate::llm::tool;
 use crate::llm::{LlmErrorKind, Message, ToolCall};
 use crate::protocol::{
     ApprovalMode, BlockId, Decision, ErrorKind, Event, Gate, GateAction, Op, ProposedBlock,
@@ -12,19 +11,20 @@ use crate::protocol::{
 use super::gate::{declined_text, denied_text};
 use super::reply::Reply;
 use super::request::Streamed;
+use super::tools as tool;
 use super::{Engine, fences, side_op};
 
 /// A block of the reply, as it will be decided and reported.
-struct Proposal {
-    block: ProposedBlock,
+pub(super) struct Proposal {
+    pub block: ProposedBlock,
     /// The tool call it came from (tool mode).
     call_id: Option<String>,
     /// Why it cannot run at all (unknown language, unreadable arguments).
-    invalid: Option<String>,
+    pub invalid: Option<String>,
     /// What the policy reads in it.
-    verdict: Verdict,
+    pub verdict: Verdict,
     /// What the engine does with it before anyone is asked.
-    gate: Gate,
+    pub gate: Gate,
 }
 
 /// What became of one proposal: the text the model gets.
@@ -268,7 +268,7 @@ impl Engine {
         proposals
     }
 
-    fn proposal(
+    pub(super) fn proposal(
         &self,
         id: BlockId,
         tag: String,
@@ -295,6 +295,7 @@ impl Engine {
             language_tag: tag,
             language,
             code,
+            caller: None,
         };
         let verdict = self.judge(&block);
         let gate = self.gate(&verdict);
@@ -313,7 +314,13 @@ impl Engine {
     }
 
     /// Tells the faces about a block: its code, the policy's verdict and the gate.
-    fn announce(&self, proposal: &Proposal, index: usize, of: usize, allow: Option<Suggestion>) {
+    pub(super) fn announce(
+        &self,
+        proposal: &Proposal,
+        index: usize,
+        of: usize,
+        allow: Option<Suggestion>,
+    ) {
         self.emit(Event::BlockProposed {
             block: proposal.block.clone(),
             index,
@@ -362,30 +369,9 @@ impl Engine {
                 return (self.skip(proposal, why), false);
             }
         };
-        let (code, edited) = match decision {
-            Decision::Run => (proposal.block.code.clone(), false),
-            Decision::RunAlways { code } => {
-                self.approval = ApprovalMode::Auto;
-                self.emit(Event::Notice {
-                    message: AUTO_ON.to_string(),
-                });
-                match code {
-                    Some(code) => {
-                        let edited = code != proposal.block.code;
-                        (code, edited)
-                    }
-                    None => (proposal.block.code.clone(), false),
-                }
-            }
-            Decision::Edit { code }
-            | Decision::AllowAlways {
-                code: Some(code), ..
-            } => {
-                let edited = code != proposal.block.code;
-                (code, edited)
-            }
-            Decision::AllowAlways { code: None, .. } => (proposal.block.code.clone(), false),
-            Decision::Skip { reason } => {
+        let (code, edited) = match self.chosen_code(decision, &proposal.block.code) {
+            Ok(chosen) => chosen,
+            Err(Decision::Skip { reason }) => {
                 let text = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
                     Some(r) => {
                         format!("The user skipped this block; it did not run. Their reason: {r}")
@@ -403,10 +389,16 @@ impl Engine {
                 });
                 return (outcome, false);
             }
-            Decision::Abort => return (self.skip(proposal, STOPPED.to_string()), true),
+            Err(_) => return (self.skip(proposal, STOPPED.to_string()), true),
         };
         let (result, interrupted) = self
-            .execute(proposal.block.id, language, code.clone(), edited)
+            .execute(
+                proposal.block.id,
+                language,
+                code.clone(),
+                edited,
+                self.config.block_timeout,
+            )
             .await;
         let mut text = String::new();
         if edited {
@@ -434,9 +426,39 @@ impl Engine {
         )
     }
 
+    /// What a person's decision means for a block: the code to run and whether it was
+    /// edited, or the decision that stops it (a skip or an abort). "Run always" turns auto
+    /// mode on here.
+    pub(super) fn chosen_code(
+        &mut self,
+        decision: Decision,
+        proposed: &str,
+    ) -> Result<(String, bool), Decision> {
+        let chosen = |code: Option<String>| match code {
+            Some(code) => {
+                let edited = code != proposed;
+                (code, edited)
+            }
+            None => (proposed.to_string(), false),
+        };
+        match decision {
+            Decision::Run => Ok(chosen(None)),
+            Decision::RunAlways { code } => {
+                self.approval = ApprovalMode::Auto;
+                self.emit(Event::Notice {
+                    message: AUTO_ON.to_string(),
+                });
+                Ok(chosen(code))
+            }
+            Decision::Edit { code } => Ok(chosen(Some(code))),
+            Decision::AllowAlways { code, .. } => Ok(chosen(code)),
+            stop @ (Decision::Skip { .. } | Decision::Abort) => Err(stop),
+        }
+    }
+
     /// Asks the person; "always allow" saves its rules here, and when they cannot be saved
     /// the person hears why and is asked again.
-    async fn decide_saving_rules(&mut self, block: &ProposedBlock) -> Decision {
+    pub(super) async fn decide_saving_rules(&mut self, block: &ProposedBlock) -> Decision {
         loop {
             let decision = self.decide(block.id).await;
             let Decision::AllowAlways {
@@ -481,12 +503,22 @@ impl Engine {
                     decision,
                 }) if id == block_id => return decision,
                 Some(Op::Interrupt) => return Decision::Abort,
+                Some(Op::CancelCall { call }) if self.call == Some(call) => {
+                    self.call_cancelled = true;
+                    return Decision::Abort;
+                }
                 None => {
                     self.ops_closed = true;
                     return Decision::Abort;
                 }
                 Some(op) => {
-                    side_op(&self.kernels, &mut self.queued, &mut self.shutdown, op);
+                    side_op(
+                        &self.kernels,
+                        &mut self.queued,
+                        &mut self.shutdown,
+                        &self.events,
+                        op,
+                    );
                     if self.shutdown {
                         return Decision::Abort;
                     }
@@ -502,6 +534,7 @@ impl Engine {
         language: Language,
         code: String,
         edited: bool,
+        timeout: Option<std::time::Duration>,
     ) -> (RunResult, bool) {
         self.emit(Event::ExecStarted {
             block_id,
@@ -512,7 +545,7 @@ impl Engine {
         let block = Block {
             language,
             code,
-            timeout: self.config.block_timeout,
+            timeout,
             stdin_eof: self.config.stdin_eof,
             id: Some(block_id),
         };
@@ -561,13 +594,24 @@ impl Engine {
                             interrupted = true;
                             kernels.interrupt();
                         }
+                        Some(Op::CancelCall { call }) if self.call == Some(call) => {
+                            self.call_cancelled = true;
+                            interrupted = true;
+                            kernels.interrupt();
+                        }
                         None => {
                             self.ops_closed = true;
                             interrupted = true;
                             kernels.interrupt();
                         }
                         Some(op) => {
-                            side_op(&kernels, &mut self.queued, &mut self.shutdown, op);
+                            side_op(
+                                &kernels,
+                                &mut self.queued,
+                                &mut self.shutdown,
+                                &self.events,
+                                op,
+                            );
                             if self.shutdown {
                                 interrupted = true;
                                 kernels.interrupt();

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::openai::model_ids;
 use super::transport::{self, Flow, Framing};
-use super::{ChatRequest, LlmError, ModelInfo, ProviderConfig, Role, StreamEvent, join_url, tool};
+use super::{ChatRequest, LlmError, ModelInfo, ProviderConfig, Role, StreamEvent, join_url};
 
 /// The Messages API needs a limit; this one is used when none is configured.
 const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -79,12 +79,18 @@ pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
         "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         "stream": true,
     });
-    if request.tools {
-        body["tools"] = json!([{
-            "name": tool::TOOL_NAME,
-            "description": tool::description(),
-            "input_schema": tool::parameters_schema(),
-        }]);
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.parameters,
+                })
+            })
+            .collect();
     }
     if let Some(t) = request.temperature {
         body["temperature"] = json!(t);
@@ -289,7 +295,11 @@ mod tests {
                 Message::tool_result("a", "one"),
                 Message::tool_result("b", ""),
             ],
-            tools: true,
+            tools: vec![crate::protocol::ToolDef {
+                name: "execute".into(),
+                description: "Run code.".into(),
+                parameters: json!({"type": "object"}),
+            }],
             max_tokens: None,
             temperature: None,
             context_window: None,

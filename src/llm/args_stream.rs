@@ -6,7 +6,7 @@
 //!
 //! It reads the common shape, a JSON object, leniently: other fields are skipped whatever
 //! their values, and anything it cannot follow makes it stop showing code (the finished
-//! arguments are parsed properly by [`super::tool::parse_arguments`] in any case).
+//! arguments are parsed properly by the engine's `tools::parse_arguments` in any case).
 
 /// The field names read as the code, and as the language (as `parse_arguments` reads them).
 const CODE_FIELDS: [&str; 3] = ["code", "source", "script"];

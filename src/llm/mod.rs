@@ -12,7 +12,6 @@ pub mod args_stream;
 mod error;
 mod ollama;
 mod openai;
-pub mod tool;
 mod transport;
 
 use std::fmt;
@@ -20,6 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use error::shorten;
 pub use error::{LlmError, LlmErrorKind};
 pub use transport::RetryPolicy;
 
@@ -238,8 +238,9 @@ impl Message {
 pub struct ChatRequest {
     pub system: String,
     pub messages: Vec<Message>,
-    /// Offer the `execute` tool.
-    pub tools: bool,
+    /// The tools offered (none: the model proposes code as fenced blocks). The engine
+    /// defines them; a provider only puts them in its own shape.
+    pub tools: Vec<crate::protocol::ToolDef>,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
     /// The context window, for servers that size it per request (Ollama's `num_ctx`).

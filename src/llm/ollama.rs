@@ -4,9 +4,9 @@
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
-use super::openai::model_ids;
+use super::openai::{function_tools, model_ids};
 use super::transport::{self, Flow, Framing};
-use super::{ChatRequest, LlmError, ModelInfo, ProviderConfig, Role, StreamEvent, join_url, tool};
+use super::{ChatRequest, LlmError, ModelInfo, ProviderConfig, Role, StreamEvent, join_url};
 
 pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
@@ -14,7 +14,14 @@ pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
         messages.push(match m.role {
             Role::User => json!({"role": "user", "content": m.content}),
             Role::Tool => {
-                json!({"role": "tool", "content": m.content, "tool_name": tool::TOOL_NAME})
+                // Ollama names the tool a result answers; the call's id finds it.
+                let name = request
+                    .messages
+                    .iter()
+                    .flat_map(|earlier| &earlier.tool_calls)
+                    .find(|c| Some(&c.id) == m.tool_call_id.as_ref())
+                    .map_or("execute", |c| c.name.as_str());
+                json!({"role": "tool", "content": m.content, "tool_name": name})
             }
             Role::Assistant if m.tool_calls.is_empty() => {
                 json!({"role": "assistant", "content": m.content})
@@ -37,8 +44,8 @@ pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
         "messages": messages,
         "stream": true,
     });
-    if request.tools {
-        body["tools"] = tool::function_tools();
+    if !request.tools.is_empty() {
+        body["tools"] = function_tools(&request.tools);
     }
     let mut options = serde_json::Map::new();
     if let Some(n) = request.context_window {

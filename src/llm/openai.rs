@@ -9,7 +9,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 use super::transport::{self, Flow, Framing};
-use super::{ChatRequest, LlmError, ModelInfo, ProviderConfig, Role, StreamEvent, join_url, tool};
+use super::{ChatRequest, LlmError, ModelInfo, ProviderConfig, Role, StreamEvent, join_url};
 
 pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
@@ -41,8 +41,8 @@ pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
         "stream": true,
         "stream_options": {"include_usage": true},
     });
-    if request.tools {
-        body["tools"] = tool::function_tools();
+    if !request.tools.is_empty() {
+        body["tools"] = function_tools(&request.tools);
     }
     if let Some(max) = request.max_tokens {
         body["max_tokens"] = json!(max);
@@ -51,6 +51,23 @@ pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
         body["temperature"] = json!(t);
     }
     body
+}
+
+/// The tool list in the OpenAI shape, which Ollama shares.
+pub(super) fn function_tools(tools: &[crate::protocol::ToolDef]) -> Value {
+    tools
+        .iter()
+        .map(|t| {
+            json!({
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                }
+            })
+        })
+        .collect()
 }
 
 fn headers(config: &ProviderConfig) -> HeaderMap {

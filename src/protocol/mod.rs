@@ -8,11 +8,13 @@ use serde::{Deserialize, Serialize};
 mod language;
 mod modes;
 mod run;
+mod tools;
 mod verdict;
 
 pub use language::Language;
 pub use modes::{ApprovalMode, Backend, Network, SandboxMode, SandboxStatus};
 pub use run::{Cut, RunResult, RunStatus, format_duration};
+pub use tools::ToolDef;
 pub use verdict::{
     Decision as RuleDecision, Finding, RiskClass, Rule, RuleSource, SimpleCommand, Suggestion,
     Verdict,
@@ -20,6 +22,10 @@ pub use verdict::{
 
 /// A block's id within a session: 1, 2, 3, ...
 pub type BlockId = u64;
+
+/// A face's id for a call it made on behalf of a caller outside (`Op::RunCode`): the face
+/// picks it, unique among its calls, and finds its `CallFinished` by it.
+pub type CallId = u64;
 
 /// What a face asks the engine to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,6 +56,27 @@ pub enum Op {
     SetModel { model: String },
     /// Put the kernels under another sandbox (they restart: their state is lost).
     SetSandbox { mode: SandboxMode, network: Network },
+    /// Run this code for a caller other than the model (another agent, over MCP). It goes
+    /// through the same policy and approvals as the model's blocks: it is proposed (with the
+    /// caller's name), judged, asked about when the gate asks, and run; `CallFinished` says
+    /// what became of it. Calls that arrive during a turn wait for it to end.
+    RunCode {
+        call: CallId,
+        /// Who asks: shown with the block (`claude-code`).
+        caller: String,
+        /// The language, as the caller named it.
+        language: String,
+        code: String,
+        /// Stop the block after this long (else the engine's block timeout).
+        #[serde(default)]
+        timeout_secs: Option<f64>,
+    },
+    /// The caller gave up on a call: it does not run if it has not started (it is answered
+    /// `NotRun`, cancelled), and it is interrupted if it runs.
+    CancelCall { call: CallId },
+    /// Restart one language's kernel, or all of them: their state (variables, imports,
+    /// `cd`) is lost. The conversation is kept.
+    RestartKernels { language: Option<Language> },
     /// Stop the engine.
     Shutdown,
 }
@@ -88,6 +115,9 @@ pub struct ProposedBlock {
     /// The language it maps to, if oi-tui knows it.
     pub language: Option<Language>,
     pub code: String,
+    /// Who proposed it, when not the model: the caller of an `Op::RunCode`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
 }
 
 impl ProposedBlock {
@@ -267,6 +297,48 @@ pub enum Event {
     StoreTrouble { message: String, unsaved: usize },
     /// The session store is written again; `message` says whether anything was lost.
     StoreRecovered { message: String },
+    /// What became of an `Op::RunCode`: the answer for its caller. `block_id` is the
+    /// block it became, when it got that far.
+    CallFinished {
+        call: CallId,
+        block_id: Option<BlockId>,
+        outcome: CallOutcome,
+    },
+    /// Kernels were restarted on request (`Op::RestartKernels`); `note` says which.
+    KernelsRestarted {
+        language: Option<Language>,
+        note: String,
+    },
+}
+
+/// What became of a caller's code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// It ran: `code` is what ran, `edited` whether a person changed it first.
+    Ran {
+        result: Box<RunResult>,
+        code: String,
+        edited: bool,
+    },
+    /// It did not run, and why (`reason` is a sentence for the caller).
+    NotRun { why: NotRun, reason: String },
+}
+
+/// Why a caller's code did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotRun {
+    /// A rule denies it.
+    Denied,
+    /// It needs a person's approval and nobody can give it.
+    Declined,
+    /// A person said no.
+    Skipped,
+    /// The caller cancelled it, or the engine stopped first.
+    Cancelled,
+    /// It cannot run: an unknown language, a bad timeout.
+    Invalid,
 }
 
 /// Output bytes travel as bytes in the process and as (lossy) text in JSON.

@@ -281,6 +281,7 @@ fn block_events(b: &StoredBlock, index: usize, of: usize, events: &mut Vec<Event
                 language_tag: b.language.clone(),
                 language,
                 code: b.proposed_code.clone(),
+                caller: None,
             },
             index,
             of,

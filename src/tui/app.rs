@@ -24,6 +24,9 @@ use super::theme::Theme;
 use crate::exec::RunStatus;
 use crate::protocol::{BlockId, Event, Op, ProposedBlock, TurnEnd};
 
+// A message lives for one step of the loop and is moved, never stored in bulk: boxing the
+// engine's events would cost an allocation per event for no saving.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Msg {
     Key(KeyEvent),
@@ -641,6 +644,9 @@ impl App {
                 self.store_trouble = None;
                 self.chat.push(Entry::Notice(message));
             }
+            Event::KernelsRestarted { note, .. } => self.chat.push(Entry::Notice(note)),
+            // The block's own events show it; the answer is its caller's.
+            Event::CallFinished { .. } => {}
             Event::TurnFinished { end } => {
                 if !self.streaming.trim().is_empty() {
                     let text = std::mem::take(&mut self.streaming);

@@ -2,6 +2,7 @@ mod allow_prefix;
 mod approval;
 mod cli;
 mod cli_limits;
+mod engine_calls;
 mod engine_items;
 mod engine_ops;
 mod escalation;

@@ -203,6 +203,7 @@ fn record_session(dir: &std::path::Path, title: &str, code: &str, output: &str) 
             language_tag: "python".into(),
             language: Some(oi_tui::exec::Language::Python),
             code: code.into(),
+            caller: None,
         },
         index: 1,
         of: 1,

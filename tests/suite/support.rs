@@ -187,6 +187,7 @@ pub fn proposed_event(id: u64, language: Language, code: &str) -> oi_tui::protoc
             language_tag: language.name().into(),
             language: Some(language),
             code: code.into(),
+            caller: None,
         },
         index: 1,
         of: 1,

@@ -36,6 +36,7 @@ fn propose(app: &mut App, id: u64, code: &str, policy: &Policy, action: GateActi
             language_tag: "shell".into(),
             language: Some(Language::Shell),
             code: code.into(),
+            caller: None,
         },
         index: 1,
         of: 1,
