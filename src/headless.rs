@@ -22,7 +22,7 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
     // With a terminal, keys reach running blocks (input(), passwords) and blocks can be
     // approved; without one, a block that reads sees end-of-file instead of waiting for
     // nobody, and a block that would ask is declined.
-    let mut config = match settings.engine_config(approval, !terminal) {
+    let config = match settings.engine_config(approval, !terminal) {
         Ok(config) => config,
         Err(message) => {
             eprintln!("oi-tui: {message}");
@@ -34,27 +34,22 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
     if let Some(warning) = &sandbox.warning {
         eprintln!("oi-tui: warning: {warning}");
     }
-    match crate::sessions::attach(&mut config, &settings, resume) {
-        Ok(Some(notice)) => eprintln!("oi-tui: {}", visible(&notice)),
-        Ok(None) => {}
+    let session = match crate::sessions::start(config, &settings, resume) {
+        Ok(session) => session,
         Err(message) => {
             eprintln!("oi-tui: {message}");
             return 1;
         }
-    }
-    let recorder = config.recorder.clone();
-    let handle = match engine::spawn(config) {
-        Ok(handle) => handle,
-        Err(e) => {
-            eprintln!("oi-tui: {e}");
-            return 1;
-        }
     };
+    if let Some(resumed) = &session.resumed {
+        eprintln!("oi-tui: {}", visible(&resumed.notice));
+    }
+    let recorder = session.recorder;
     let engine::EngineHandle {
         ops,
         mut events,
         task: engine_task,
-    } = handle;
+    } = session.handle;
     watch_interrupts(ops.clone());
     let _ = ops.send(Op::UserMessage { text: task });
 

@@ -75,18 +75,37 @@ pub struct Resumed {
     pub events: Vec<Event>,
 }
 
-/// Connects the store to an engine: a recorder for the session, and, with `resume`, the
-/// earlier conversation. Returns a sentence for the person when resuming.
-pub fn attach(
-    config: &mut EngineConfig,
-    settings: &Settings,
-    resume: Option<&str>,
-) -> Result<Option<String>, String> {
-    Ok(attach_resumed(config, settings, resume)?.map(|r| r.notice))
+/// A session as every face starts it: the engine running, its recorder, and what came back
+/// when an earlier session was resumed.
+pub struct Session {
+    pub handle: crate::engine::EngineHandle,
+    /// Where the session is written (kept by the face to report what could not be saved).
+    pub recorder: Option<Arc<Recorder>>,
+    pub resumed: Option<Resumed>,
 }
 
-/// `attach`, returning with the notice the resumed session as events to show.
-pub fn attach_resumed(
+/// Starts a session, the one way every face does (the workbench, headless mode, the MCP
+/// server): the store attached (with `resume`, the earlier conversation back in the
+/// model's context), then the engine with its kernels, policy and sandbox. Reads the store:
+/// call it off a UI task.
+pub fn start(
+    mut config: EngineConfig,
+    settings: &Settings,
+    resume: Option<&str>,
+) -> Result<Session, String> {
+    let resumed = attach_resumed(&mut config, settings, resume)?;
+    let recorder = config.recorder.clone();
+    let handle = crate::engine::spawn(config).map_err(|e| e.to_string())?;
+    Ok(Session {
+        handle,
+        recorder,
+        resumed,
+    })
+}
+
+/// Connects the store to an engine: a recorder for the session, and, with `resume`, the
+/// earlier conversation, with the notice and the resumed session as events to show.
+fn attach_resumed(
     config: &mut EngineConfig,
     settings: &Settings,
     resume: Option<&str>,

@@ -67,25 +67,21 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
         }
     };
     highlight::preload();
-    let (mut config, setup) = match engine_config(&settings, demo_mode).await {
+    let (config, setup) = match engine_config(&settings, demo_mode).await {
         Ok(pair) => pair,
         Err(message) => {
             eprintln!("oi-tui: {message}");
             return 1;
         }
     };
-    let resumed = match crate::sessions::attach_resumed(&mut config, &settings, resume) {
-        Ok(notice) => notice,
+    let crate::sessions::Session {
+        handle,
+        recorder,
+        resumed,
+    } = match crate::sessions::start(config, &settings, resume) {
+        Ok(session) => session,
         Err(message) => {
             eprintln!("oi-tui: {message}");
-            return 1;
-        }
-    };
-    let recorder = config.recorder.clone();
-    let handle = match engine::spawn(config) {
-        Ok(handle) => handle,
-        Err(e) => {
-            eprintln!("oi-tui: {e}");
             return 1;
         }
     };
@@ -373,20 +369,15 @@ async fn restart(settings: &Settings, demo_mode: bool, id: &str) -> Result<Resta
     let (config, _) = engine_config(settings, demo_mode).await?;
     // The store is read off the UI task.
     let (settings, id) = (settings.clone(), id.to_string());
-    let (config, resumed) = tokio::task::spawn_blocking(move || {
-        let mut config = config;
-        let resumed = crate::sessions::attach_resumed(&mut config, &settings, Some(&id))?;
-        Ok::<_, String>((config, resumed))
-    })
-    .await
-    .map_err(|e| format!("resuming failed: {e}"))??;
-    let (replay, notice) = match resumed {
+    let session =
+        tokio::task::spawn_blocking(move || crate::sessions::start(config, &settings, Some(&id)))
+            .await
+            .map_err(|e| format!("resuming failed: {e}"))??;
+    let (replay, notice) = match session.resumed {
         Some(r) => (r.events, r.notice),
         None => (Vec::new(), String::from("Resumed the session.")),
     };
-    let recorder = config.recorder.clone();
-    let handle = engine::spawn(config).map_err(|e| e.to_string())?;
-    Ok((handle, recorder, replay, notice))
+    Ok((session.handle, session.recorder, replay, notice))
 }
 
 /// `/export`: the complete session as the store has it (the same Markdown as `oi-tui
