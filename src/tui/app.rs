@@ -105,6 +105,12 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// Where the block comes from, for titles: `block 2 of 3` of the model's reply, or the
+    /// caller that sent it (`from claude-code over MCP`).
+    pub fn position(&self) -> String {
+        position(&self.block, self.index, self.of)
+    }
+
     /// A block that waits, as proposed, with nothing asked or typed yet.
     pub fn new(block: ProposedBlock, index: usize, of: usize) -> Pending {
         Pending {
@@ -443,12 +449,18 @@ impl App {
                     language: block.language_name().to_string(),
                     first_line: first_line(&block.code),
                     state: BlockState::Proposed,
-                    detail: format!("{index} of {of}"),
+                    detail: match &block.caller {
+                        Some(caller) => {
+                            format!("from {}", crate::safe_text::visible(caller))
+                        }
+                        None => format!("{index} of {of}"),
+                    },
                     code: block.code.clone(),
                     output: String::new(),
                     expanded: false,
                 });
-                self.shown_block = Some((block, format!("block {index} of {of}")));
+                let label = position(&block, index, of);
+                self.shown_block = Some((block, label));
             }
             Event::ApprovalNeeded { block_id } => {
                 // The engine waits for the person now, not the other way round.
@@ -825,6 +837,15 @@ fn short(text: &str, max: usize) -> String {
 fn tail_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.trim_end().lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Where a block comes from, for titles: `block 2 of 3` of the model's reply, or the caller
+/// that sent it (`from claude-code over MCP`).
+pub(super) fn position(block: &ProposedBlock, index: usize, of: usize) -> String {
+    match &block.caller {
+        Some(caller) => format!("from {} over MCP", crate::safe_text::visible(caller)),
+        None => format!("block {index} of {of}"),
+    }
 }
 
 pub(super) fn parse_index(label: &str) -> Option<(usize, usize)> {

@@ -69,7 +69,13 @@ fn panel_line(app: &App, width: usize, wide: bool) -> Line<'static> {
             let what = if p.outside.is_some() {
                 format!("the sandbox stopped block {}", p.block.id)
             } else if app.tab != Focus::Code && !app.wide {
-                format!("block {} of {} awaits your decision", p.index, p.of)
+                match &p.block.caller {
+                    Some(caller) => format!(
+                        "a block from {} awaits your decision",
+                        crate::safe_text::visible(caller)
+                    ),
+                    None => format!("block {} of {} awaits your decision", p.index, p.of),
+                }
             } else {
                 "the block awaits your decision".to_string()
             };

@@ -366,7 +366,7 @@ fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
     let focused = app.focus == Focus::Code;
     if let Some(pending) = &app.pending {
         let language = pending.block.language_name();
-        let position = format!("block {} of {}", pending.index, pending.of);
+        let position = pending.position();
         if let Some(editor) = &pending.editor {
             let block = pane_block(
                 app,

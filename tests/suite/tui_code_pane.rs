@@ -110,3 +110,25 @@ fn a_large_block_highlighted_while_it_streamed_is_coloured_at_once() {
     assert!(!app.animating(), "nothing is highlighted in the background");
     assert_eq!(app.code_cache.finished_lines(), Some(4000));
 }
+
+#[test]
+fn a_block_from_another_agent_names_its_caller() {
+    let mut app = fresh();
+    let mut event =
+        super::support::proposed_event(4, oi_tui::protocol::Language::Python, "print('hi')");
+    if let Event::BlockProposed { block, .. } = &mut event {
+        block.caller = Some("claude-code".into());
+    }
+    app.update(Msg::Engine(event));
+    app.update(Msg::Engine(Event::ApprovalNeeded { block_id: 4 }));
+    for (w, h) in [(200, 60), (80, 24)] {
+        let shown = screen(&mut app, w, h);
+        assert!(shown.contains("from claude-code"), "{w}x{h}:\n{shown}");
+        assert!(!shown.contains("block 1 of 1"), "{w}x{h}:\n{shown}");
+    }
+    let wide = screen(&mut app, 200, 60);
+    assert!(
+        wide.contains("Code · python · from claude-code over MCP · awaiting your decision"),
+        "{wide}"
+    );
+}
