@@ -271,7 +271,10 @@ mod tests {
         assert_eq!(kept.len(), MAX_BYTES);
         assert!(kept.chars().all(|c| c == 'é'));
         let notice = loaded.notice.unwrap();
-        assert!(notice.contains("only its first 32.0 KB are sent"), "{notice}");
+        assert!(
+            notice.contains("only its first 32.0 KB are sent"),
+            "{notice}"
+        );
         assert!(notice.contains("64.0 KB"), "{notice}");
     }
 
@@ -342,7 +345,12 @@ mod tests {
             "{notice}"
         );
         assert!(!notice.contains("resumed"));
-        assert!(load(&deep, true).notice.unwrap().contains("resumed session"));
+        assert!(
+            load(&deep, true)
+                .notice
+                .unwrap()
+                .contains("resumed session")
+        );
     }
 
     #[test]

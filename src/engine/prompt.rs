@@ -183,7 +183,7 @@ mod tests {
             let section = p.find("Run make test.").unwrap();
             let mine = p.find("Answer in French.").unwrap();
             assert!(section < mine, "{p}");
-            let start = own.map_or(p.find("TestOS").unwrap(), |o| p.find(o).unwrap());
+            let start = p.find(own.unwrap_or("TestOS")).unwrap();
             assert!(start < section, "{p}");
         }
         assert!(!system_prompt(&facts(), true, None, None).contains("agents_md"));

@@ -45,21 +45,27 @@ impl Repo {
     async fn task(&self, server: &ModelServer, extra: &[&str]) -> Output {
         let base = server.base("openai");
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"));
-        cmd.args(["--task", "hello", "--model", "openai/scripted", "--api-base"])
-            .arg(&base)
-            .args(extra)
-            .arg("--data-dir")
-            .arg(self.dir.path().join("data"))
-            .current_dir(self.cwd())
-            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .env("XDG_DATA_HOME", self.dir.path().join("share"))
-            .env("OI_TEST_DEPLOY_TOKEN", SECRET)
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OI_TUI_MODEL")
-            .env_remove("OI_TUI_API_BASE")
-            .env_remove("OI_TUI_CONFIG")
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
+        cmd.args([
+            "--task",
+            "hello",
+            "--model",
+            "openai/scripted",
+            "--api-base",
+        ])
+        .arg(&base)
+        .args(extra)
+        .arg("--data-dir")
+        .arg(self.dir.path().join("data"))
+        .current_dir(self.cwd())
+        .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+        .env("XDG_DATA_HOME", self.dir.path().join("share"))
+        .env("OI_TEST_DEPLOY_TOKEN", SECRET)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OI_TUI_MODEL")
+        .env_remove("OI_TUI_API_BASE")
+        .env_remove("OI_TUI_CONFIG")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
         tokio::time::timeout(Duration::from_secs(120), cmd.output())
             .await
             .expect("oi-tui finished in time")
@@ -98,8 +104,14 @@ async fn agents_md_reaches_the_request_and_the_transcript_says_so() {
     assert_ok(&out);
     let system = system_message(&server);
     assert!(system.contains(RULES), "{system}");
-    assert!(system.contains("../AGENTS.md"), "named from the cwd: {system}");
-    assert!(!system.contains(OUTSIDE), "nothing above the repo: {system}");
+    assert!(
+        system.contains("../AGENTS.md"),
+        "named from the cwd: {system}"
+    );
+    assert!(
+        !system.contains(OUTSIDE),
+        "nothing above the repo: {system}"
+    );
     // Redacted like everything else sent.
     assert!(!server.chats()[0].all_text().contains(SECRET));
     assert!(system.contains("The deploy key is"), "{system}");
