@@ -3,7 +3,7 @@
 //! message, redacted, and the transcript says so; `--no-agents-md` and `agents_md = false`
 //! leave it out and read nothing; a bad `agents_md` value is a clear error.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
@@ -125,7 +125,7 @@ async fn agents_md_reaches_the_request_and_the_transcript_says_so() {
         .display()
         .to_string();
     assert!(
-        stderr.contains(&format!("oi-tui: Using AGENTS.md (")) && stderr.contains(&path),
+        stderr.contains("oi-tui: Using AGENTS.md (") && stderr.contains(&path),
         "{stderr}"
     );
     assert!(stderr.contains("added to the system prompt"), "{stderr}");
@@ -199,7 +199,7 @@ async fn a_bad_agents_md_value_or_file_is_said_clearly() {
     assert!(server.chats().is_empty());
 
     // A file that is not UTF-8: a notice, and the task still runs.
-    write_bytes(&repo.cwd().join("AGENTS.md"), b"rules \xff here\n");
+    std::fs::write(repo.cwd().join("AGENTS.md"), b"rules \xff here\n").unwrap();
     let server = ModelServer::start(vec![Reply::text("Noted.")]).await;
     let out = repo.task(&server, &[]).await;
     assert_ok(&out);
@@ -211,8 +211,4 @@ async fn a_bad_agents_md_value_or_file_is_said_clearly() {
     let system = system_message(&server);
     assert!(!system.contains(RULES), "the nearest decides: {system}");
     assert!(text(&out.stdout).contains("Noted."));
-}
-
-fn write_bytes(path: &Path, bytes: &[u8]) {
-    std::fs::write(path, bytes).expect("write");
 }
