@@ -45,8 +45,9 @@ pub fn discover(cwd: &Path) -> Option<PathBuf> {
 }
 
 /// Finds and reads the nearest `AGENTS.md` for a session in `cwd`. `resumed`: the session is a
-/// resumed one (the notice says the file was read again).
-pub fn load(cwd: &Path, resumed: bool) -> Loaded {
+/// resumed one (the notice says the file was read again). `context_window`: the model's, in
+/// tokens (the notice warns when the file takes a large share of it).
+pub fn load(cwd: &Path, resumed: bool, context_window: u32) -> Loaded {
     let Some(path) = discover(cwd) else {
         return Loaded {
             section: None,
@@ -81,7 +82,14 @@ pub fn load(cwd: &Path, resumed: bool) -> Loaded {
     if resumed {
         notice.push_str(" (read again for this resumed session)");
     }
-    notice.push_str(". --no-agents-md or `agents_md = false` leaves it out.");
+    notice.push('.');
+    let tokens = super::history::estimate_tokens(&section);
+    if tokens * 4 > context_window as usize {
+        notice.push_str(&format!(
+            " It takes about {tokens} tokens, more than a quarter of the context window ({context_window} tokens): less of the conversation fits."
+        ));
+    }
+    notice.push_str(" --no-agents-md or `agents_md = false` leaves it out.");
     Loaded {
         section: Some(section),
         notice: Some(notice),
@@ -188,6 +196,9 @@ fn size(bytes: u64) -> String {
 mod tests {
     use super::*;
 
+    /// A context window that holds any file in full.
+    const WINDOW: u32 = 1_000_000;
+
     /// A repository `repo` (with `.git`) holding `repo/a/b`, inside an outer directory.
     fn tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
         let outer = tempfile::tempdir().unwrap();
@@ -204,14 +215,19 @@ mod tests {
         std::fs::write(repo.join(FILE_NAME), "root rules").unwrap();
         std::fs::write(repo.join("a").join(FILE_NAME), "a rules").unwrap();
         assert_eq!(discover(&deep), Some(repo.join("a").join(FILE_NAME)));
-        let loaded = load(&deep, false);
+        let loaded = load(&deep, false, WINDOW);
         let section = loaded.section.unwrap();
         assert!(section.contains("a rules"), "{section}");
         assert!(!section.contains("root rules"), "{section}");
         assert!(section.contains("(../AGENTS.md)"), "{section}");
         std::fs::write(deep.join(FILE_NAME), "here").unwrap();
         assert_eq!(discover(&deep), Some(deep.join(FILE_NAME)));
-        assert!(load(&deep, false).section.unwrap().contains("(AGENTS.md)"));
+        assert!(
+            load(&deep, false, WINDOW)
+                .section
+                .unwrap()
+                .contains("(AGENTS.md)")
+        );
     }
 
     #[test]
@@ -220,7 +236,7 @@ mod tests {
         std::fs::write(outer.path().join(FILE_NAME), "outside the repo").unwrap();
         assert_eq!(discover(&deep), None);
         assert_eq!(
-            load(&deep, false),
+            load(&deep, false, WINDOW),
             Loaded {
                 section: None,
                 notice: None
@@ -229,7 +245,7 @@ mod tests {
         std::fs::write(repo.join(FILE_NAME), "repo rules").unwrap();
         assert_eq!(discover(&deep), Some(repo.join(FILE_NAME)));
         assert!(
-            load(&deep, false)
+            load(&deep, false, WINDOW)
                 .section
                 .unwrap()
                 .contains("../../AGENTS.md")
@@ -262,7 +278,7 @@ mod tests {
         // Multi-byte characters across the limit: the cut falls between characters.
         let text = "é".repeat(MAX_BYTES);
         std::fs::write(repo.join(FILE_NAME), &text).unwrap();
-        let loaded = load(&repo, false);
+        let loaded = load(&repo, false, WINDOW);
         let section = loaded.section.unwrap();
         assert!(section.contains("is cut here"), "{}", &section[..200]);
         assert!(section.contains(&format!("it has {} bytes", text.len())));
@@ -282,7 +298,7 @@ mod tests {
     fn a_file_of_exactly_the_limit_is_whole() {
         let (_outer, repo, _deep) = tree();
         std::fs::write(repo.join(FILE_NAME), "x".repeat(MAX_BYTES)).unwrap();
-        let loaded = load(&repo, false);
+        let loaded = load(&repo, false, WINDOW);
         assert!(!loaded.section.unwrap().contains("is cut here"));
         assert!(!loaded.notice.unwrap().contains("only its first"));
     }
@@ -291,7 +307,7 @@ mod tests {
     fn unusable_files_are_said_and_add_nothing() {
         let (_outer, repo, deep) = tree();
         std::fs::write(repo.join(FILE_NAME), b"rules \xff\xfe here").unwrap();
-        let loaded = load(&deep, false);
+        let loaded = load(&deep, false, WINDOW);
         assert_eq!(loaded.section, None);
         let notice = loaded.notice.unwrap();
         assert!(notice.contains("not UTF-8"), "{notice}");
@@ -299,19 +315,19 @@ mod tests {
         assert!(notice.contains(&repo.join(FILE_NAME).display().to_string()));
 
         std::fs::create_dir(deep.join(FILE_NAME)).unwrap();
-        let loaded = load(&deep, false);
+        let loaded = load(&deep, false, WINDOW);
         assert_eq!(loaded.section, None);
         assert!(loaded.notice.unwrap().contains("is a directory"));
 
         std::fs::remove_dir(deep.join(FILE_NAME)).unwrap();
         std::fs::write(deep.join(FILE_NAME), " \n\t\n").unwrap();
-        let loaded = load(&deep, false);
+        let loaded = load(&deep, false, WINDOW);
         assert_eq!(loaded.section, None);
         assert!(loaded.notice.unwrap().contains("empty"));
 
         std::fs::remove_file(deep.join(FILE_NAME)).unwrap();
         std::os::unix::fs::symlink(deep.join("nowhere"), deep.join(FILE_NAME)).unwrap();
-        let loaded = load(&deep, false);
+        let loaded = load(&deep, false, WINDOW);
         assert_eq!(loaded.section, None);
         assert!(loaded.notice.unwrap().contains("link to nothing"));
     }
@@ -327,7 +343,7 @@ mod tests {
             // Running as root: permissions do not stop reading; nothing to check here.
             return;
         }
-        let loaded = load(&repo, false);
+        let loaded = load(&repo, false, WINDOW);
         assert_eq!(loaded.section, None);
         assert!(loaded.notice.unwrap().contains("cannot read it"));
     }
@@ -336,7 +352,7 @@ mod tests {
     fn the_notice_names_the_file_its_size_and_a_resume() {
         let (_outer, repo, deep) = tree();
         std::fs::write(repo.join(FILE_NAME), "y".repeat(1229)).unwrap();
-        let notice = load(&deep, false).notice.unwrap();
+        let notice = load(&deep, false, WINDOW).notice.unwrap();
         let path = repo.join(FILE_NAME).display().to_string();
         assert!(
             notice.starts_with(&format!(
@@ -346,10 +362,28 @@ mod tests {
         );
         assert!(!notice.contains("resumed"));
         assert!(
-            load(&deep, true)
+            load(&deep, true, WINDOW)
                 .notice
                 .unwrap()
                 .contains("resumed session")
+        );
+    }
+
+    #[test]
+    fn a_file_that_fills_the_context_window_is_warned_about() {
+        let (_outer, repo, _deep) = tree();
+        std::fs::write(repo.join(FILE_NAME), "z".repeat(8000)).unwrap();
+        let notice = load(&repo, false, 4096).notice.unwrap();
+        assert!(
+            notice.contains("more than a quarter of the context window (4096 tokens)"),
+            "{notice}"
+        );
+        assert!(notice.contains("about 20"), "{notice}");
+        assert!(
+            !load(&repo, false, 32_768)
+                .notice
+                .unwrap()
+                .contains("quarter")
         );
     }
 

@@ -118,7 +118,11 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
     let mut facts = prompt::Facts::gather(&config.kernels.cwd, available);
     facts.sandbox = sandbox.for_model();
     let agents = if config.agents_md {
-        agents_md::load(&config.kernels.cwd, !config.history.is_empty())
+        agents_md::load(
+            &config.kernels.cwd,
+            !config.history.is_empty(),
+            config.context_window,
+        )
     } else {
         agents_md::Loaded {
             section: None,
