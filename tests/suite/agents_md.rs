@@ -212,3 +212,23 @@ async fn a_bad_agents_md_value_or_file_is_said_clearly() {
     assert!(!system.contains(RULES), "the nearest decides: {system}");
     assert!(text(&out.stdout).contains("Noted."));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workbench_chat_says_so_and_the_request_carries_it() {
+    let repo = Repo::new();
+    let server = ModelServer::start(vec![Reply::text("Noted by the model.")]).await;
+    let tmux =
+        super::tmux::Tmux::workbench(&server.base("openai"), &repo.root(), (120, 30), "", "");
+    let screen = tmux.wait_for("Using AGENTS.md (").await;
+    assert!(screen.contains("/repo/AGENTS.md: it is added"), "{screen}");
+    tmux.type_text("hello");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("Noted by the model.").await;
+    let system = system_message(&server);
+    assert!(system.contains(RULES), "{system}");
+    assert!(
+        system.contains("(AGENTS.md)"),
+        "named from the cwd: {system}"
+    );
+    assert!(!system.contains(OUTSIDE), "{system}");
+}
