@@ -232,3 +232,24 @@ async fn the_workbench_chat_says_so_and_the_request_carries_it() {
     );
     assert!(!system.contains(OUTSIDE), "{system}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_session_reads_agents_md_again() {
+    let repo = Repo::new();
+    let server = ModelServer::start(vec![Reply::text("First.")]).await;
+    assert_ok(&repo.task(&server, &[]).await);
+    // The file changes between the sessions: the resumed one gets the new text.
+    std::fs::write(repo.root().join("AGENTS.md"), "Second rules: use tabs.").unwrap();
+    let server = ModelServer::start(vec![Reply::text("Second.")]).await;
+    let out = repo.task(&server, &["--resume"]).await;
+    assert_ok(&out);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("Resumed session"), "{stderr}");
+    assert!(
+        stderr.contains("(read again for this resumed session)"),
+        "{stderr}"
+    );
+    let system = system_message(&server);
+    assert!(system.contains("Second rules: use tabs."), "{system}");
+    assert!(!system.contains(RULES), "{system}");
+}
