@@ -54,6 +54,10 @@ pub struct Options {
     /// Add instructions to the system prompt.
     #[arg(long, value_name = "TEXT")]
     pub custom_instructions: Option<String>,
+    /// Do not add the nearest AGENTS.md (from the working directory up to the repository
+    /// root) to the system prompt; nothing is read (config: `agents_md = false`).
+    #[arg(long)]
+    pub no_agents_md: bool,
     /// The model's context window in tokens; the history is trimmed to fit.
     #[arg(long, value_name = "TOKENS", value_parser = context_window)]
     pub context_window: Option<u32>,
@@ -142,6 +146,7 @@ impl Options {
                 tools: None,
                 system_message: self.system_message.clone(),
                 custom_instructions: self.custom_instructions.clone(),
+                agents_md: self.no_agents_md.then_some(false),
                 context_window: self.context_window,
                 max_tokens: self.max_tokens,
                 temperature: self.temperature,

@@ -23,6 +23,8 @@ pub struct FileSettings {
     pub tools: Option<bool>,
     pub system_message: Option<String>,
     pub custom_instructions: Option<String>,
+    /// Add the nearest `AGENTS.md` to the system prompt (default true; `--no-agents-md`).
+    pub agents_md: Option<bool>,
     pub context_window: Option<u32>,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
@@ -64,6 +66,7 @@ const KEYS: &[&str] = &[
     "tools",
     "system_message",
     "custom_instructions",
+    "agents_md",
     "context_window",
     "max_tokens",
     "temperature",
@@ -127,6 +130,8 @@ pub struct Settings {
     pub tools: bool,
     pub system_message: Option<String>,
     pub custom_instructions: Option<String>,
+    /// Add the nearest `AGENTS.md` to the system prompt (`agents_md`, `--no-agents-md`).
+    pub agents_md: bool,
     pub context_window: Option<u32>,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
@@ -262,6 +267,7 @@ impl Settings {
             sandbox: self.sandbox,
             system_message: self.system_message.clone(),
             custom_instructions: self.custom_instructions.clone(),
+            agents_md: self.agents_md,
             context_window: self.context_window.unwrap_or(32_768),
             context_window_set: self.context_window.is_some(),
             max_tokens: self.max_tokens,
@@ -486,6 +492,11 @@ pub fn load(
         tools: !flags.no_tools && layers.iter().rev().find_map(|s| s.tools).unwrap_or(true),
         system_message: pick(&|s| s.system_message.clone()),
         custom_instructions: pick(&|s| s.custom_instructions.clone()),
+        agents_md: layers
+            .iter()
+            .rev()
+            .find_map(|s| s.agents_md)
+            .unwrap_or(true),
         context_window: layers.iter().rev().find_map(|s| s.context_window),
         max_tokens: layers.iter().rev().find_map(|s| s.max_tokens),
         temperature,

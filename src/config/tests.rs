@@ -275,3 +275,31 @@ fn unattended_runs_get_a_default_block_timeout_unless_one_is_set() {
     let set = s.engine_config(ask, true).unwrap();
     assert_eq!(set.block_timeout, Some(Duration::from_secs(5)));
 }
+
+#[test]
+fn agents_md_is_on_unless_the_file_a_profile_or_the_flag_turns_it_off() {
+    let ask = crate::protocol::ApprovalMode::Ask;
+    let on = load_with("model = \"ollama/x\"\n", FlagSettings::default(), &[]).unwrap();
+    assert!(on.agents_md);
+    assert!(on.engine_config(ask, true).unwrap().agents_md);
+    let file = "model = \"ollama/x\"\nagents_md = false\n[profiles.p]\nagents_md = true\n";
+    let off = load_with(file, FlagSettings::default(), &[]).unwrap();
+    assert!(!off.agents_md);
+    assert!(!off.engine_config(ask, true).unwrap().agents_md);
+    assert!(off.warnings.is_empty(), "a known key: {:?}", off.warnings);
+    let profile = FlagSettings {
+        profile: Some("p".into()),
+        ..FlagSettings::default()
+    };
+    assert!(load_with(file, profile.clone(), &[]).unwrap().agents_md);
+    let flag = FlagSettings {
+        settings: FileSettings {
+            agents_md: Some(false),
+            ..FileSettings::default()
+        },
+        ..profile
+    };
+    assert!(!load_with(file, flag, &[]).unwrap().agents_md);
+    let bad = load_with("agents_md = 0\n", FlagSettings::default(), &[]).unwrap_err();
+    assert!(bad.contains("config.toml:1:"), "{bad}");
+}

@@ -10,6 +10,7 @@
 //! results go back into the history; the next round follows, until the model answers
 //! without code, the round limit is reached, the person interrupts, or the provider fails.
 
+pub mod agents_md;
 mod calls;
 mod fences;
 mod gate;
@@ -62,6 +63,9 @@ pub struct EngineConfig {
     pub system_message: Option<String>,
     /// Added to the system prompt.
     pub custom_instructions: Option<String>,
+    /// Add the nearest `AGENTS.md` (from `kernels.cwd` up to the repository root) to the
+    /// system prompt (`--no-agents-md`, `agents_md = false`: false, and nothing is read).
+    pub agents_md: bool,
     /// The context window, in tokens, the history is trimmed to.
     pub context_window: u32,
     /// Whether the context window was set by the user (and so is sent to servers that take
@@ -113,6 +117,19 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
         .collect();
     let mut facts = prompt::Facts::gather(&config.kernels.cwd, available);
     facts.sandbox = sandbox.for_model();
+    let agents = if config.agents_md {
+        agents_md::load(
+            &config.kernels.cwd,
+            !config.history.is_empty(),
+            config.context_window,
+        )
+    } else {
+        agents_md::Loaded {
+            section: None,
+            notice: None,
+        }
+    };
+    facts.agents_md = agents.section;
     let memory = memory::Memory::new(config.data_dir.as_deref());
     let recorder = config.recorder.clone();
     if let Some(recorder) = &recorder {
@@ -150,6 +167,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
         context: Vec::new(),
         call: None,
         call_cancelled: false,
+        agents_md_notice: agents.notice,
     };
     let task = tokio::spawn(engine.run());
     Ok(EngineHandle {
@@ -187,6 +205,8 @@ struct Engine {
     call: Option<crate::protocol::CallId>,
     /// Its caller cancelled it (`Op::CancelCall`).
     call_cancelled: bool,
+    /// What to say at the start about the project's `AGENTS.md`.
+    agents_md_notice: Option<String>,
 }
 
 impl Engine {
@@ -206,6 +226,9 @@ impl Engine {
             });
         }
         self.configured();
+        if let Some(message) = self.agents_md_notice.take() {
+            self.emit(Event::Notice { message });
+        }
         while !self.shutdown {
             let op = match self.queued.pop_front() {
                 Some(op) => op,

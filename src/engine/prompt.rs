@@ -1,5 +1,6 @@
 //! The system prompt: `assets/system_prompt.md` filled with facts about this machine, or the
-//! user's own (`--system-message`), plus their `--custom-instructions`.
+//! user's own (`--system-message`), then the project's `AGENTS.md` (see `agents_md`), then
+//! the user's `--custom-instructions`.
 
 use crate::exec::Language;
 
@@ -20,6 +21,8 @@ pub struct Facts {
     pub languages: Vec<Language>,
     /// What the sandbox lets code do, in a sentence (`Resolved::for_model`).
     pub sandbox: String,
+    /// The project's `AGENTS.md` section (`agents_md::load`), if one is in use.
+    pub agents_md: Option<String>,
 }
 
 impl Facts {
@@ -36,6 +39,7 @@ impl Facts {
             date: today(),
             languages,
             sandbox: String::new(),
+            agents_md: None,
         }
     }
 }
@@ -74,6 +78,13 @@ pub fn system_prompt(
                 .replace("{sandbox}", &facts.sandbox)
         }
     };
+    // Project instructions apply under an own system message too: it replaces oi-tui's
+    // words, not the project's (`--no-agents-md` leaves them out).
+    if let Some(section) = &facts.agents_md {
+        prompt.push_str("\n\n");
+        prompt.push_str(section);
+        prompt.push('\n');
+    }
     if let Some(extra) = custom_instructions.filter(|s| !s.trim().is_empty()) {
         prompt.push_str("\n\nThe user's own instructions:\n");
         prompt.push_str(extra.trim());
@@ -131,6 +142,7 @@ mod tests {
             date: "2026-11-30".into(),
             languages: vec![Language::Python, Language::Shell],
             sandbox: "code may write only under the working directory".into(),
+            agents_md: None,
         }
     }
 
@@ -160,6 +172,21 @@ mod tests {
         assert!(p.starts_with("Be terse."));
         assert!(!p.contains("TestOS"));
         assert!(p.contains("Use metric units."));
+    }
+
+    #[test]
+    fn the_project_section_follows_the_prompt_and_precedes_the_users_instructions() {
+        let mut f = facts();
+        f.agents_md = Some("<agents_md path=\"AGENTS.md\">\nRun make test.\n</agents_md>".into());
+        for own in [None, Some("Be terse.")] {
+            let p = system_prompt(&f, true, own, Some("Answer in French."));
+            let section = p.find("Run make test.").unwrap();
+            let mine = p.find("Answer in French.").unwrap();
+            assert!(section < mine, "{p}");
+            let start = p.find(own.unwrap_or("TestOS")).unwrap();
+            assert!(start < section, "{p}");
+        }
+        assert!(!system_prompt(&facts(), true, None, None).contains("agents_md"));
     }
 
     #[test]

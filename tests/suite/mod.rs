@@ -1,3 +1,4 @@
+mod agents_md;
 mod allow_prefix;
 mod approval;
 mod cli;

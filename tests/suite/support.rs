@@ -98,6 +98,7 @@ pub fn engine_config(
         },
         system_message: None,
         custom_instructions: None,
+        agents_md: false,
         context_window: 32_768,
         context_window_set: false,
         max_tokens: None,
