@@ -2,8 +2,9 @@
 //!
 //! The nearest `AGENTS.md` wins: the kernels' working directory is searched first, then each
 //! parent, up to the repository root (the first directory holding `.git`, a directory or a
-//! file) or, outside any repository, the filesystem root; nothing above the repository root
-//! is ever read. Only the exact name `AGENTS.md` counts, as with codex. The file is read once
+//! file); nothing above the repository root is ever read. Outside any repository only the
+//! working directory is searched, as codex does: a parent such as `/tmp` may hold a file
+//! anyone could have written. Only the exact name `AGENTS.md` counts, as with codex. The file is read once
 //! when the engine starts (a resumed session reads it again); at most `MAX_BYTES` of it are
 //! sent, and a longer file is cut with a marker. A file that cannot be used (a directory, not
 //! UTF-8, unreadable, empty) adds nothing and is said in a notice: the session goes on. The
@@ -28,10 +29,14 @@ pub struct Loaded {
     pub notice: Option<String>,
 }
 
-/// The nearest `AGENTS.md` from `cwd` up to the repository root (or the filesystem root when
-/// `cwd` is in no repository). Only the path: whether it is usable is `load`'s business.
+/// The nearest `AGENTS.md` from `cwd` up to the repository root (only `cwd` when it is in no
+/// repository). Only the path: whether it is usable is `load`'s business.
 pub fn discover(cwd: &Path) -> Option<PathBuf> {
-    for dir in cwd.ancestors() {
+    let in_repository = cwd
+        .ancestors()
+        .any(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok());
+    let searched = if in_repository { usize::MAX } else { 1 };
+    for dir in cwd.ancestors().take(searched) {
         let candidate = dir.join(FILE_NAME);
         // Whatever the entry is (even a broken link): it is the nearest, and it decides.
         if std::fs::symlink_metadata(&candidate).is_ok() {
@@ -259,9 +264,11 @@ mod tests {
         std::fs::write(repo.join("a").join(".git"), "gitdir: elsewhere").unwrap();
         std::fs::write(repo.join(FILE_NAME), "above the worktree").unwrap();
         assert_eq!(discover(&deep), None);
-        // Without any repository the search goes on to the filesystem root.
+        // Without any repository only the working directory counts.
         std::fs::remove_file(repo.join("a").join(".git")).unwrap();
-        assert_eq!(discover(&deep), Some(repo.join(FILE_NAME)));
+        assert_eq!(discover(&deep), None);
+        std::fs::write(deep.join(FILE_NAME), "here").unwrap();
+        assert_eq!(discover(&deep), Some(deep.join(FILE_NAME)));
         drop(outer);
     }
 
