@@ -209,6 +209,10 @@ pub enum Command {
     /// Review the rules of this directory's project file (.oi-tui.toml) and trust them, so
     /// that they apply; `--revoke` forgets the trust.
     Trust(crate::trust_cmd::TrustArgs),
+    /// Serve oi-tui's persistent kernels to other agents over MCP (stdio, or Streamable
+    /// HTTP with --listen), under the same policy and sandbox; `mcp list` shows the MCP
+    /// servers oi-tui itself uses.
+    Mcp(crate::mcp::McpArgs),
 }
 
 #[derive(Debug, Args)]

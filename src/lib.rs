@@ -10,6 +10,7 @@ pub mod exec;
 pub mod headless;
 mod headless_live;
 pub mod llm;
+pub mod mcp;
 pub mod models;
 pub mod policy;
 pub mod project_rules;

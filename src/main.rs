@@ -82,6 +82,16 @@ fn main() {
                     }
                 }
             }
+            Some(Command::Mcp(args)) => {
+                let options = args.options(cli.options);
+                match config::load(&options.flag_settings(), &|k| std::env::var(k).ok()) {
+                    Ok(settings) => oi_tui::mcp::run(args, settings).await,
+                    Err(message) => {
+                        eprintln!("oi-tui: {message}");
+                        CONFIG_ERROR
+                    }
+                }
+            }
             None => model_loop(cli.options).await,
         }
     });

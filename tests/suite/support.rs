@@ -232,3 +232,17 @@ pub fn isolated_oi_tui(dir: &std::path::Path) -> tokio::process::Command {
         .kill_on_drop(true);
     cmd
 }
+
+/// The Python that has the official MCP SDK, for the MCP tests: `$OI_TUI_TEST_PYTHON`, or
+/// the virtual environment `.ci/run` makes in `.ci/venv`.
+pub fn mcp_python() -> std::path::PathBuf {
+    if let Some(python) = std::env::var_os("OI_TUI_TEST_PYTHON") {
+        return python.into();
+    }
+    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/venv/bin/python");
+    assert!(
+        venv.exists(),
+        "the MCP tests need the Python MCP SDK: run .ci/run once (it makes .ci/venv), or set OI_TUI_TEST_PYTHON to a Python with `mcp` installed"
+    );
+    venv
+}
