@@ -117,7 +117,15 @@ pub struct ProposedBlock {
     pub code: String,
     /// Who proposed it, when not the model: the caller of an `Op::RunCode`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub caller: Option<String>,
+    pub caller: Option<Caller>,
+}
+
+/// The caller of an `Op::RunCode`, as its block carries it: who (`claude-code`) and which of
+/// the face's calls it answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Caller {
+    pub name: String,
+    pub call: CallId,
 }
 
 impl ProposedBlock {

@@ -93,7 +93,8 @@ async fn a_callers_blocks_share_a_kernel_and_carry_its_name() {
             _ => None,
         })
         .expect("the block is proposed");
-    assert_eq!(proposed.0.caller.as_deref(), Some("test-agent"));
+    let caller = proposed.0.caller.expect("a caller");
+    assert_eq!((caller.name.as_str(), caller.call), ("test-agent", 1));
     assert_eq!(proposed.1.unwrap().action, GateAction::Run);
     h.ops.send(run(2, "py", "print(x + 1)")).unwrap();
     let (second, _) = answer(&mut h, 2).await;

@@ -1,6 +1,8 @@
 //! oi-tui as an MCP server: `execute`, `languages`, `interrupt` and `reset`, over stdio or
 //! Streamable HTTP, each call run by the engine under its policy and sandbox.
 
+pub mod router;
+
 use crate::config::Settings;
 
 /// `oi-tui mcp`: serves on standard input and output until the client leaves.
