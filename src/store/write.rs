@@ -461,7 +461,11 @@ impl Writer {
                 }
             }
             Event::BlockProposed { block, .. } => {
-                self.ensure_session("(untitled)")?;
+                // A session that began with a caller's block (over MCP) is named after it.
+                match &block.caller {
+                    Some(caller) => self.ensure_session(&format!("MCP: {}", caller.name))?,
+                    None => self.ensure_session("(untitled)")?,
+                }
                 let language = block.language_name();
                 self.store.conn().execute(
                     "INSERT OR IGNORE INTO blocks (session_id, block_id, language, proposed_code, created_at, after_message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
