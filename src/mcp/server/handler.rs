@@ -177,10 +177,8 @@ impl Handler {
                                 .await;
                         watch.abort();
                         match step {
-                            Step::Done(CallOutcome::NotRun {
-                                why: NotRun::Cancelled,
-                                ..
-                            }) if ct.is_cancelled() => Err(TaskExit::Cancelled),
+                            // Cancelled through `tasks/cancel`: interrupted, or never run.
+                            Step::Done(_) if ct.is_cancelled() => Err(TaskExit::Cancelled),
                             Step::Done(outcome) => Ok(result::call_result(&outcome)),
                             Step::InputRequired(_) => Ok(not_run(
                                 NotRun::Declined,

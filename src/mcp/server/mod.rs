@@ -47,6 +47,8 @@ pub async fn stdio(settings: Settings) -> i32 {
                 1
             }
         },
+        // The client left before it began: nothing ran, nothing went wrong.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => 0,
         Err(e) => {
             eprintln!("oi-tui: the MCP client did not start a session: {e}");
             1
