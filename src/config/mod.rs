@@ -56,6 +56,19 @@ pub struct FileSettings {
     pub policy: Option<crate::policy::RuleLists>,
     /// The sandbox around kernels (`[sandbox]`: `mode`, `network`).
     pub sandbox: Option<crate::sandbox::SandboxFile>,
+    /// oi-tui as an MCP server over HTTP (`[mcp_server]`: `token`, `listen`).
+    pub mcp_server: Option<McpServerFile>,
+}
+
+/// The `[mcp_server]` table: how `oi-tui mcp --listen` (and the workbench's `--mcp-listen`)
+/// serve over HTTP.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerFile {
+    /// The bearer token clients must send (else `OI_TUI_MCP_TOKEN`, else a random one).
+    pub token: Option<String>,
+    /// Where the workbench listens when asked to serve MCP (`127.0.0.1:PORT`).
+    pub listen: Option<String>,
 }
 
 const KEYS: &[&str] = &[
@@ -86,6 +99,7 @@ const KEYS: &[&str] = &[
     "approval",
     "policy",
     "sandbox",
+    "mcp_server",
 ];
 
 #[derive(Debug, Default)]
@@ -161,6 +175,8 @@ pub struct Settings {
     pub safe_mode: bool,
     /// The sandbox asked for (see `sandbox::resolve` for the one in force).
     pub sandbox: crate::sandbox::SandboxSettings,
+    /// `[mcp_server]`: the HTTP server's token and address (the last layer that sets each).
+    pub mcp_server: McpServerFile,
     /// The config file read, if any.
     pub config_path: Option<PathBuf>,
     /// Things worth saying that are not errors (unknown keys).
@@ -531,6 +547,16 @@ pub fn load(
         safe_mode: flags.safe_mode,
         rules,
         sandbox,
+        mcp_server: McpServerFile {
+            token: layers
+                .iter()
+                .rev()
+                .find_map(|s| s.mcp_server.as_ref().and_then(|m| m.token.clone())),
+            listen: layers
+                .iter()
+                .rev()
+                .find_map(|s| s.mcp_server.as_ref().and_then(|m| m.listen.clone())),
+        },
         config_path,
         warnings,
     })
