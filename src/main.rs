@@ -129,13 +129,18 @@ async fn model_loop(options: Options) -> i32 {
             );
             return USAGE_ERROR;
         }
+        // The flag, or the config's `[mcp_server] listen`.
+        let mcp_listen = options
+            .mcp_listen
+            .clone()
+            .or_else(|| settings.mcp_server.listen.clone());
         return oi_tui::tui::run(
             settings,
             oi_tui::tui::Start {
                 demo: options.demo,
                 resume: options.resume.as_deref(),
                 browse: options.sessions,
-                mcp_listen: options.mcp_listen.as_deref(),
+                mcp_listen: mcp_listen.as_deref(),
             },
         )
         .await;

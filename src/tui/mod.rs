@@ -140,7 +140,9 @@ pub async fn run(settings: Settings, start: Start<'_>) -> i32 {
             .push(chat::Entry::Notice(format!("warning: {warning}")));
     }
     if let Some(serving) = &serving {
-        app.chat.push(chat::Entry::Notice(serving.notice.clone()));
+        for notice in &serving.notices {
+            app.chat.push(chat::Entry::Notice(notice.clone()));
+        }
     }
     if let Some(resumed) = resumed {
         app.show_history(&resumed.events);
@@ -154,24 +156,23 @@ pub async fn run(settings: Settings, start: Start<'_>) -> i32 {
     }
     shutdown::on_exit_restore_terminal(restore_terminal);
     // The last session's recorder stays open until what it could not save is known.
-    let (mut status, _last) =
-        match event_loop(
-            &mut app,
-            handle,
-            recorder,
-            &settings,
-            demo_mode,
-            serving.as_ref().map(|s| s.router.clone()),
-        )
-        .await
-        {
-            Ok(last) => (0, last),
-            Err(e) => {
-                restore_terminal();
-                eprintln!("oi-tui: {e}");
-                (1, None)
-            }
-        };
+    let (mut status, _last) = match event_loop(
+        &mut app,
+        handle,
+        recorder,
+        &settings,
+        demo_mode,
+        serving.as_ref().map(|s| s.router.clone()),
+    )
+    .await
+    {
+        Ok(last) => (0, last),
+        Err(e) => {
+            restore_terminal();
+            eprintln!("oi-tui: {e}");
+            (1, None)
+        }
+    };
     restore_terminal();
     // The banner went with the screen: what could not be saved is said once more, here.
     let mut missing = crate::sessions::unsaved();

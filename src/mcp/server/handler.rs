@@ -251,6 +251,11 @@ impl Handler {
                 Err(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
             });
         }
+        if backend.person_approves() {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(
+                "Not reset: these kernels belong to the session open in the person's oi-tui workbench, so only the person restarts them. Ask them, or run code that undoes what you need undone.",
+            )]));
+        }
         if !router.restart(language) {
             return Ok(CallToolResult::error(vec![ContentBlock::text(
                 "oi-tui's engine has stopped: nothing to reset.",

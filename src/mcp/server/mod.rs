@@ -14,6 +14,7 @@ pub mod languages;
 pub mod result;
 pub mod router;
 pub mod session;
+pub mod workbench;
 
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use handler::Handler;
 pub use session::{Backend, BackendFactory, EngineBackend, SessionStart, engine_factory};
+pub use workbench::{Serving, workbench};
 
 use crate::config::Settings;
 
@@ -107,48 +109,78 @@ pub fn token(
     Ok((http::random_token()?, true))
 }
 
-/// `oi-tui mcp --listen ADDR`: serves Streamable HTTP until SIGTERM or Ctrl-C.
-pub async fn http(settings: Settings, listen: &str) -> i32 {
-    let addr = match http::parse_listen(listen) {
-        Ok(addr) => addr,
-        Err(e) => {
-            eprintln!("oi-tui: --listen {e}");
-            return 2;
-        }
-    };
+/// Where an HTTP server listens, and what clients must send.
+pub struct Bound {
+    pub listener: tokio::net::TcpListener,
+    /// `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    pub token: String,
+    /// The token was made here: it is shown once.
+    pub made: bool,
+}
+
+/// Binds `listen` (a bare PORT means 127.0.0.1:PORT) and settles the token. A non-loopback
+/// address is said on standard error. Errors are sentences for the person.
+pub async fn bind(settings: &Settings, listen: &str) -> Result<Bound, String> {
+    let addr = http::parse_listen(listen)?;
     if !addr.ip().is_loopback() {
         eprintln!(
             "oi-tui: warning: listening on {addr}, which other machines can reach: anyone with the token can run code here."
         );
     }
-    let (token, made) = match token(&settings, &|k| std::env::var(k).ok()) {
-        Ok(token) => token,
+    let (token, made) = token(settings, &|k| std::env::var(k).ok())?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    Ok(Bound {
+        listener,
+        url: format!("http://{bound}/mcp"),
+        token,
+        made,
+    })
+}
+
+/// How to add this server to Claude Code and to codex, one line each.
+pub fn how_to_connect(url: &str, token: &str) -> [String; 2] {
+    [
+        format!(
+            "Claude Code: claude mcp add --transport http oi-tui {url} --header \"Authorization: Bearer {token}\""
+        ),
+        format!(
+            "codex (~/.codex/config.toml): [mcp_servers.oi-tui] url = \"{url}\" bearer_token_env_var = \"{TOKEN_VARIABLE}\" (with {TOKEN_VARIABLE} set to the token)"
+        ),
+    ]
+}
+
+/// `oi-tui mcp --listen ADDR`: serves Streamable HTTP until SIGTERM or Ctrl-C.
+pub async fn http(settings: Settings, listen: &str) -> i32 {
+    if let Err(e) = http::parse_listen(listen) {
+        eprintln!("oi-tui: --listen {e}");
+        return 2;
+    }
+    let bound = match bind(&settings, listen).await {
+        Ok(bound) => bound,
         Err(e) => {
             eprintln!("oi-tui: {e}");
             return 1;
         }
     };
-    let listener = match tokio::net::TcpListener::bind(addr).await {
-        Ok(listener) => listener,
-        Err(e) => {
-            eprintln!("oi-tui: cannot listen on {addr}: {e}");
-            return 1;
-        }
-    };
-    let bound = listener.local_addr().unwrap_or(addr);
+    let Bound {
+        listener,
+        url,
+        token,
+        made,
+    } = bound;
     notice_sandbox(&settings);
-    let url = format!("http://{bound}/mcp");
     eprintln!("oi-tui: MCP over HTTP at {url}");
     if made {
         eprintln!(
             "oi-tui: bearer token (shown once; set [mcp_server] token or {TOKEN_VARIABLE} to choose it): {token}"
         );
-        eprintln!(
-            "oi-tui: Claude Code: claude mcp add --transport http oi-tui {url} --header \"Authorization: Bearer {token}\""
-        );
-        eprintln!(
-            "oi-tui: codex (~/.codex/config.toml): [mcp_servers.oi-tui] url = \"{url}\" bearer_token_env_var = \"{TOKEN_VARIABLE}\""
-        );
+        for line in how_to_connect(&url, &token) {
+            eprintln!("oi-tui: {line}");
+        }
     }
     let stop = CancellationToken::new();
     let on_signal = stop.clone();
@@ -218,23 +250,4 @@ mod tests {
         let error = crate::config::load(&flags, &|_| None).unwrap_err();
         assert!(error.contains("tokn"), "{error}");
     }
-}
-
-/// The open workbench serving MCP (`--mcp-listen`): where, and the router its event loop
-/// feeds.
-pub struct Serving {
-    pub router: std::sync::Arc<router::Router>,
-    /// What the person is told: the address, the token, how to connect.
-    pub notice: String,
-}
-
-/// Starts serving MCP for the open workbench at `listen`: every client's calls go to the
-/// workbench's engine through `router`, and its person decides them.
-pub async fn workbench(
-    settings: &Settings,
-    listen: &str,
-    router: std::sync::Arc<router::Router>,
-) -> Result<Serving, String> {
-    let _ = (settings, listen, router);
-    Err("the MCP server is not built yet".to_string())
 }
