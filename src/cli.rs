@@ -171,6 +171,7 @@ impl Options {
                         network: self.network,
                     },
                 ),
+                mcp_servers: None,
             },
         }
     }

@@ -89,6 +89,7 @@ impl Engine {
                 language: Some(language),
                 code: proposed.to_string(),
                 caller: Some(caller.to_string()),
+                tool: None,
             };
             self.decide_saving_rules(&block).await
         } else {

@@ -15,12 +15,14 @@ mod calls;
 mod fences;
 mod gate;
 mod history;
+pub mod host;
 mod memory;
 mod prompt;
 mod reply;
 mod request;
 mod rules;
 mod sandbox;
+mod tool_calls;
 mod tools;
 mod turn;
 
@@ -88,6 +90,8 @@ pub struct EngineConfig {
     pub recorder: Option<Arc<crate::store::Recorder>>,
     /// The conversation so far, when a session is resumed.
     pub history: Vec<Message>,
+    /// Tools from the user's MCP servers, offered beside `execute` (None: none).
+    pub tool_host: Option<Arc<dyn host::ToolHost>>,
 }
 
 /// The running engine, as a face holds it.
@@ -168,6 +172,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
         call: None,
         call_cancelled: false,
         agents_md_notice: agents.notice,
+        host_ready: false,
     };
     let task = tokio::spawn(engine.run());
     Ok(EngineHandle {
@@ -207,6 +212,8 @@ struct Engine {
     call_cancelled: bool,
     /// What to say at the start about the project's `AGENTS.md`.
     agents_md_notice: Option<String>,
+    /// The tool host's servers have been waited for (before the first request).
+    host_ready: bool,
 }
 
 impl Engine {
@@ -267,6 +274,7 @@ impl Engine {
                         .await
                 }
                 Op::RestartKernels { language } => self.restart_kernels(language).await,
+                Op::McpStatus => self.mcp_status(),
                 Op::Shutdown => break,
                 other => self.side_op(other),
             }
@@ -451,7 +459,8 @@ fn side_op(
         | Op::SetModel { .. }
         | Op::SetSandbox { .. }
         | Op::RunCode { .. }
-        | Op::RestartKernels { .. }) => queued.push_back(op),
+        | Op::RestartKernels { .. }
+        | Op::McpStatus) => queued.push_back(op),
         // A call that waits for its turn is dropped, and its caller answered; one that is
         // neither waiting nor running has been answered already.
         Op::CancelCall { call } => {
