@@ -10,6 +10,7 @@ mod escalation;
 mod headless;
 mod kernels;
 mod kernels_control;
+mod mcp_client;
 mod model_server;
 mod policy;
 mod safe_text;

@@ -501,9 +501,9 @@ mod tests {
             "structuredContent": {"a": 1}
         }))
         .unwrap();
-        let reply = reply(&r);
-        assert_eq!(reply.text, "hello\n[image: image/png, 5 bytes]");
-        assert!(!reply.is_error);
+        let first = reply(&r);
+        assert_eq!(first.text, "hello\n[image: image/png, 5 bytes]");
+        assert!(!first.is_error);
         let r: CallToolResult = serde_json::from_value(json!({
             "content": [], "structuredContent": {"sum": 3}, "isError": false
         }))
