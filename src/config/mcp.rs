@@ -86,12 +86,12 @@ impl McpServerConfig {
     }
 }
 
+/// The servers of an `mcp_servers` table, and its unknown keys as `(server, key)`.
+pub type Parsed = (Vec<McpServerConfig>, Vec<(String, String)>);
+
 /// Reads the `mcp_servers` table: the servers by name, and the unknown keys as
 /// `(server, key)` for warnings. A relative `cwd` is taken from `base`.
-pub fn parse_servers(
-    table: &toml::Table,
-    base: &Path,
-) -> Result<(Vec<McpServerConfig>, Vec<(String, String)>), String> {
+pub fn parse_servers(table: &toml::Table, base: &Path) -> Result<Parsed, String> {
     let mut servers = Vec::new();
     let mut unknown = Vec::new();
     for (name, value) in table {
@@ -296,7 +296,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    fn parse(text: &str) -> Result<(Vec<McpServerConfig>, Vec<(String, String)>), String> {
+    fn parse(text: &str) -> Result<Parsed, String> {
         let table: toml::Table = toml::from_str(text).unwrap();
         let servers = table["mcp_servers"].as_table().unwrap().clone();
         parse_servers(&servers, Path::new("/"))

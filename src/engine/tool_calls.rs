@@ -82,7 +82,7 @@ impl Engine {
             language: None,
             code,
             caller: None,
-            tool: Some(hosted.tool),
+            tool: Some(Box::new(hosted.tool)),
         };
         let verdict = self.judge(&block);
         let gate = self.gate_for(&block, &verdict);
@@ -130,7 +130,7 @@ impl Engine {
 
     /// Decides and runs one tool call. Returns its outcome and whether the turn must stop.
     pub(super) async fn handle_tool(&mut self, proposal: Proposal) -> (Outcome, bool) {
-        let Some(tool) = proposal.block.tool.clone() else {
+        let Some(tool) = proposal.block.tool.as_deref().cloned() else {
             return (self.skip(proposal, STOPPED.to_string()), true);
         };
         let decision = match proposal.gate.action {

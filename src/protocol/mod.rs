@@ -123,8 +123,9 @@ pub struct ProposedBlock {
     pub caller: Option<String>,
     /// The MCP tool it calls, when it is a tool call rather than code: `code` is then the
     /// arguments as pretty-printed JSON, and `language_tag` is `mcp:SERVER/TOOL`.
+    /// (Boxed: events stay small.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<ToolRef>,
+    pub tool: Option<Box<ToolRef>>,
 }
 
 /// A tool of one of the user's MCP servers (`[mcp_servers.NAME]`).

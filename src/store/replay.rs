@@ -345,7 +345,7 @@ fn tool_events(
             language: None,
             code: b.proposed_code.clone(),
             caller: None,
-            tool: Some(tool.clone()),
+            tool: Some(Box::new(tool.clone())),
         },
         index,
         of,

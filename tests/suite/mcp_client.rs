@@ -116,6 +116,36 @@ fn calls_of(calls: &Path, tool: &str) -> usize {
         .count()
 }
 
+/// Processes still running with this calls directory in their environment (the servers a
+/// test started), after a moment to go.
+fn servers_left(calls: &Path) -> Vec<i32> {
+    let needle = format!("CALLS_DIR={}", calls.display());
+    let scan = || -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .is_some_and(|r| r.trim_start().starts_with('Z'))
+                });
+                !zombie
+                    && std::fs::read(format!("/proc/{pid}/environ"))
+                        .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle.as_bytes()))
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let left = scan();
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn ended(events: &[Event]) -> TurnEnd {
     match events.last() {
         Some(Event::TurnFinished { end }) => *end,
@@ -406,9 +436,20 @@ async fn servers_that_cannot_start_are_told_once_and_the_session_goes_on() {
         Reply::text("still fine"),
     ])
     .await;
+    // Through a wrapper, as `npx` and `uvx` launch servers: the server is a grandchild, and
+    // must go with the wrapper when the start-up times out.
     let mut slow = echo_server("never-starts", &calls);
     slow.name = "slow".into();
     slow.startup_timeout = Duration::from_secs(2);
+    if let McpTransport::Stdio { command, args, .. } = &mut slow.transport {
+        let python = std::mem::replace(command, "sh".into());
+        *args = vec![
+            "-c".into(),
+            "\"$0\" \"$1\" never-starts; sleep 100".into(),
+            python,
+            server_script().display().to_string(),
+        ];
+    }
     let mut broken = echo_server("fails-to-start", &calls);
     broken.name = "broken".into();
     let mut missing = echo_server("normal", &calls);
@@ -447,6 +488,8 @@ async fn servers_that_cannot_start_are_told_once_and_the_session_goes_on() {
     assert!(broken.contains("exited during start-up"), "{broken}");
     assert!(broken.contains("the echo config is missing"), "{broken}");
     assert!(about("missing").contains("`oi-tui-no-such-mcp-server` was not found"));
+    // Nothing of theirs is left running.
+    assert_eq!(servers_left(&calls), Vec::<i32>::new());
     // Only `execute` is offered; a call of a tool that is not there is an error for the
     // model, not a stuck turn.
     let chats = server.chats();
@@ -628,6 +671,31 @@ async fn headless_task_calls_an_allowed_tool_and_shows_it() {
     assert!(stdout.contains("The server said it."), "{stdout}");
     assert!(server.chats()[1].all_text().contains("echo: from headless"));
     assert_eq!(calls_of(&dir.path().join("calls"), "echo"), 1);
+    assert_eq!(servers_left(&dir.path().join("calls")), Vec::<i32>::new());
+
+    // The session keeps the call: a resumed session shows it again.
+    let store = oi_tui::store::Store::open(&home.path().join("share/oi-tui")).unwrap();
+    let session = store.list(1, 0).unwrap().remove(0);
+    let replayed = store.replay(&session.id).unwrap();
+    let block = replayed
+        .iter()
+        .find_map(|e| match e {
+            Event::BlockProposed { block, .. } => Some(block.clone()),
+            _ => None,
+        })
+        .expect("the call is replayed");
+    assert_eq!(
+        block.tool.map(|t| t.policy_name()).as_deref(),
+        Some("mcp:echo/echo")
+    );
+    assert!(
+        replayed
+            .iter()
+            .any(|e| matches!(e, Event::ToolStarted { edited: false, .. }))
+    );
+    assert!(replayed.iter().any(
+        |e| matches!(e, Event::ToolFinished { ok: true, output, .. } if output == "echo: from headless")
+    ));
 
     let out = run(true).await;
     let events = super::support::json_events(&out);
