@@ -39,6 +39,9 @@ pub trait ToolHost: Send + Sync + std::fmt::Debug {
     /// returns what to tell the person about servers that could not start, once each.
     fn ready(&self) -> HostFuture<'_, Vec<String>>;
 
+    /// The servers still starting, with how long each may still take at most.
+    fn starting(&self) -> Vec<(String, Duration)>;
+
     /// The tools available now, named for the model.
     fn tools(&self) -> Vec<HostedTool>;
 

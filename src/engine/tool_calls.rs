@@ -35,7 +35,43 @@ impl Engine {
         let Some(host) = self.config.tool_host.clone() else {
             return;
         };
-        for message in host.ready().await {
+        let starting = host.starting();
+        if !starting.is_empty() {
+            let names: Vec<&str> = starting.iter().map(|(n, _)| n.as_str()).collect();
+            let longest = starting.iter().map(|(_, d)| *d).max().unwrap_or_default();
+            self.emit(Event::Notice {
+                message: format!(
+                    "Waiting for the MCP server{} {} to start (at most {} s; interrupt to go on without {}).",
+                    if names.len() == 1 { "" } else { "s" },
+                    names.join(", "),
+                    longest.as_secs_f64().ceil(),
+                    if names.len() == 1 { "it" } else { "them" },
+                ),
+            });
+        }
+        let ready = host.ready();
+        tokio::pin!(ready);
+        let notices = loop {
+            tokio::select! {
+                biased;
+                notices = &mut ready => break notices,
+                op = self.ops.recv(), if !self.ops_closed => match op {
+                    // The tools of servers still starting are offered when they are up.
+                    Some(Op::Interrupt) => break Vec::new(),
+                    None => {
+                        self.ops_closed = true;
+                        break Vec::new();
+                    }
+                    Some(op) => {
+                        side_op(&self.kernels, &mut self.queued, &mut self.shutdown, &self.events, op);
+                        if self.shutdown {
+                            break Vec::new();
+                        }
+                    }
+                },
+            }
+        };
+        for message in notices {
             self.emit(Event::Notice { message });
         }
     }

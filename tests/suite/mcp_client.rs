@@ -483,6 +483,15 @@ async fn servers_that_cannot_start_are_told_once_and_the_session_goes_on() {
             .unwrap_or_else(|| panic!("no notice about {name}: {notices:?}"))
             .clone()
     };
+    // The first request waited for them, and said so.
+    let waiting = notices
+        .iter()
+        .find(|n| n.starts_with("Waiting for the MCP server"))
+        .expect("a notice that the request waits");
+    assert!(
+        waiting.contains("slow") && waiting.contains("at most 20 s"),
+        "{waiting}"
+    );
     assert!(about("slow").contains("did not finish starting within 2 s"));
     let broken = about("broken");
     assert!(broken.contains("exited during start-up"), "{broken}");

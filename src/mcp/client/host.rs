@@ -42,6 +42,8 @@ struct Server {
     stderr: StderrTail,
     /// Its failure was told to the person.
     told: AtomicBool,
+    /// When it began to start.
+    born: std::time::Instant,
 }
 
 impl Server {
@@ -118,6 +120,7 @@ impl McpHost {
                     settled: watch::channel(!enabled).0,
                     stderr: StderrTail::default(),
                     told: AtomicBool::new(false),
+                    born: std::time::Instant::now(),
                 })
             })
             .collect();
@@ -195,6 +198,17 @@ impl ToolHost for McpHost {
             self.settled().await;
             self.failures()
         })
+    }
+
+    fn starting(&self) -> Vec<(String, Duration)> {
+        self.servers
+            .iter()
+            .filter(|s| matches!(s.state(), State::Starting))
+            .map(|s| {
+                let left = s.config.startup_timeout.saturating_sub(s.born.elapsed());
+                (s.config.name.clone(), left)
+            })
+            .collect()
     }
 
     fn tools(&self) -> Vec<HostedTool> {
