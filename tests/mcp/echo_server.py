@@ -1,6 +1,8 @@
 """An MCP server for oi-tui's client tests (Python MCP SDK 2.x, MCPServer, stdio).
 
 Usage: python echo_server.py [normal|never-starts|fails-to-start]
+       python echo_server.py http PORT TOKEN   (Streamable HTTP on 127.0.0.1:PORT/mcp, which
+                                                 needs "Authorization: Bearer TOKEN")
 
 Tools: echo(text) -> the text; add(a, b) -> structured content; picture() -> a PNG;
 crash() -> the process exits in the middle of the call; hang() -> never returns.
@@ -94,5 +96,27 @@ async def hang() -> str:
     return "unreachable"
 
 
+def serve_http(port: int, token: str) -> None:
+    import uvicorn
+
+    app = mcp.streamable_http_app()
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization", b"").decode() != f"Bearer {token}":
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"www-authenticate", b'Bearer realm="echo"')]})
+                await send({"type": "http.response.body", "body": b'{"error":"unauthorized"}'})
+                return
+        await app(scope, receive, send)
+
+    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    mcp.run("stdio")
+    if MODE == "http":
+        serve_http(int(sys.argv[2]), sys.argv[3])
+    else:
+        mcp.run("stdio")

@@ -720,3 +720,63 @@ async fn headless_task_calls_an_allowed_tool_and_shows_it() {
     assert_eq!(finished["ok"], true);
     assert_eq!(finished["output"], "echo: json");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_servers_get_the_bearer_token_from_its_variable() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _server = tokio::process::Command::new(super::support::mcp_python())
+        .arg(server_script())
+        .args(["http", &port.to_string(), "s3cret"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the HTTP server did not start");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let body = format!(
+        "[mcp_servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\nbearer_token_env_var = \"ECHO_TOKEN\"\n"
+    );
+    let home = home_with_config(&body);
+    let list = |token: Option<&str>| {
+        let mut cmd = super::support::isolated_oi_tui(home.path());
+        cmd.args(["mcp", "list"]);
+        match token {
+            Some(t) => cmd.env("ECHO_TOKEN", t),
+            None => cmd.env_remove("ECHO_TOKEN"),
+        };
+        super::support::output_within(cmd)
+    };
+    let out = list(Some("s3cret")).await;
+    let stdout = super::support::text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "web  http://127.0.0.1:{port}/mcp\n  ready, 5 tools"
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  - add\n"), "{stdout}");
+
+    let out = list(Some("wrong")).await;
+    let stdout = super::support::text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("refused oi-tui's credentials (HTTP 401): check the token in ECHO_TOKEN"),
+        "{stdout}"
+    );
+
+    let out = list(None).await;
+    let stdout = super::support::text(&out.stdout);
+    assert!(stdout.contains("ECHO_TOKEN, which is not set"), "{stdout}");
+}
