@@ -33,6 +33,7 @@ mod tui_code_pane;
 mod tui_e2e;
 mod tui_states;
 mod tui_stream;
+mod tui_tools;
 mod tui_verdict;
 mod unattended;
 mod workbench_e2e;
