@@ -357,6 +357,47 @@ enabled_tools = ["list"]
     }
 
     #[test]
+    fn a_profile_replaces_a_server_and_cwd_is_taken_from_the_working_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("tools")).unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(
+            &file,
+            "[mcp_servers.a]\ncommand = \"x\"\ncwd = \"tools\"\n\n[mcp_servers.b]\nurl = \"http://127.0.0.1:1/mcp\"\n\n[profiles.p.mcp_servers.a]\ncommand = \"y\"\n",
+        )
+        .unwrap();
+        let flags = |profile: Option<&str>| crate::config::FlagSettings {
+            config: Some(file.clone()),
+            profile: profile.map(str::to_string),
+            settings: crate::config::FileSettings {
+                cwd: Some(dir.path().to_path_buf()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let plain = crate::config::load(&flags(None), &|_| None).unwrap();
+        let names: Vec<&str> = plain.mcp_servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        let Some(McpTransport::Stdio { command, cwd, .. }) =
+            plain.mcp_servers.first().map(|s| &s.transport)
+        else {
+            panic!("a is started with a command");
+        };
+        assert_eq!(command, "x");
+        let tools = std::fs::canonicalize(dir.path().join("tools")).unwrap();
+        assert_eq!(
+            cwd.as_deref().map(|c| std::fs::canonicalize(c).unwrap()),
+            Some(tools)
+        );
+        let profiled = crate::config::load(&flags(Some("p")), &|_| None).unwrap();
+        assert!(matches!(
+            &profiled.mcp_servers[0].transport,
+            McpTransport::Stdio { command, cwd: None, .. } if command == "y"
+        ));
+        assert_eq!(profiled.mcp_servers.len(), 2);
+    }
+
+    #[test]
     fn bad_entries_name_the_server_and_the_key() {
         let cases = [
             (

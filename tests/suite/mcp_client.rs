@@ -780,3 +780,59 @@ async fn http_servers_get_the_bearer_token_from_its_variable() {
     let stdout = super::support::text(&out.stdout);
     assert!(stdout.contains("ECHO_TOKEN, which is not set"), "{stdout}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_cancels_a_running_call_and_ends_the_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls");
+    std::fs::create_dir(&calls).unwrap();
+    let server = ModelServer::start(vec![Reply::call("echo__hang", json!({}))]).await;
+    let host = McpHost::start(&[echo_server("normal", &calls)]);
+    let cfg = config(
+        dir.path(),
+        &server,
+        ApprovalMode::Rules,
+        &[("allow", "mcp:echo/hang")],
+        host,
+    );
+    let mut h = engine::spawn(cfg).unwrap();
+    h.ops.send(Op::UserMessage { text: "go".into() }).unwrap();
+    let mut events = Vec::new();
+    loop {
+        let event = super::support::next_event(&mut h).await;
+        let started = matches!(event, Event::ToolStarted { .. });
+        let end = matches!(event, Event::TurnFinished { .. });
+        events.push(event);
+        if started {
+            // Once the server has the call.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while calls_of(&calls, "hang") == 0 {
+                assert!(
+                    Instant::now() < deadline,
+                    "the call never reached the server"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            h.ops.send(Op::Interrupt).unwrap();
+        }
+        if end {
+            break;
+        }
+    }
+    assert_eq!(ended(&events), TurnEnd::Interrupted);
+    let finished = tool_finished(&events);
+    assert!(!finished[0].0);
+    assert!(
+        finished[0].1.contains("interrupted by the user"),
+        "{}",
+        finished[0].1
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while calls_of(&calls, "hang_cancelled") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the server never heard of the cancel"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
