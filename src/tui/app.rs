@@ -599,54 +599,13 @@ impl App {
                 tool,
                 edited,
                 ..
-            } => {
-                self.clear_pending(block_id);
-                self.busy = Busy::Running(block_id, Instant::now());
-                self.chat.update_block(
-                    block_id,
-                    BlockState::Running,
-                    if edited {
-                        "edited".into()
-                    } else {
-                        String::new()
-                    },
-                );
-                self.terminal.begin_block(block_id, &tool.policy_name());
-                if self.focus == Focus::Code {
-                    self.focus = Focus::Input;
-                }
-                self.tab = Focus::Terminal;
-                self.output_shown = false;
-            }
+            } => self.tool_started(block_id, &tool, edited),
             Event::ToolFinished {
                 block_id,
                 ok,
                 output,
                 duration_ms,
-            } => {
-                // The tool's answer shows in the terminal pane, as a block's output would.
-                let shown = crate::safe_text::visible(&output)
-                    .replace("\r\n", "\n")
-                    .replace('\n', "\r\n");
-                self.terminal.process(shown.as_bytes());
-                self.terminal.process(b"\r\n");
-                self.terminal.end_block();
-                self.output_shown = true;
-                self.chat
-                    .block_output(block_id, tail_lines(&output, super::chat::OUTPUT_TAIL));
-                let seconds = format!("{:.1} s", duration_ms as f64 / 1000.0);
-                let (state, detail) = if ok {
-                    (BlockState::Ran, seconds)
-                } else {
-                    (BlockState::Failed, format!("failed · {seconds}"))
-                };
-                self.chat.update_block(block_id, state, detail);
-                self.busy = if self.in_turn {
-                    Busy::Thinking(Instant::now())
-                } else {
-                    Busy::Idle
-                };
-            }
+            } => self.tool_finished(block_id, ok, &output, duration_ms),
             Event::Retry {
                 attempt,
                 max,
@@ -738,7 +697,7 @@ impl App {
         }
     }
 
-    fn clear_pending(&mut self, block_id: BlockId) {
+    pub(super) fn clear_pending(&mut self, block_id: BlockId) {
         if self
             .pending
             .as_ref()
@@ -887,7 +846,7 @@ fn short(text: &str, max: usize) -> String {
 }
 
 /// The last `n` lines of `text`.
-fn tail_lines(text: &str, n: usize) -> String {
+pub(super) fn tail_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.trim_end().lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }

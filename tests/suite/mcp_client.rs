@@ -1,7 +1,7 @@
 //! oi-tui as an MCP client: a server written with the Python MCP SDK (tests/mcp/), the
 //! scripted model asking for its tools (`echo__echo`), the approval gate and its `mcp:`
 //! rules, results back to the model, servers that crash, hang or never start, `oi-tui mcp
-//! list` and headless `--task` with the real binary, and config errors.
+//! list` and headless `--task` with the real binary (in `mcp_client_cli`), and config errors.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::model_server::{ModelServer, Reply};
 
-fn server_script() -> PathBuf {
+pub(super) fn server_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/echo_server.py")
 }
 
@@ -31,8 +31,9 @@ fn echo_server(mode: &str, calls: &Path) -> McpServerConfig {
             cwd: None,
         },
         enabled: true,
-        startup_timeout: Duration::from_secs(20),
-        tool_timeout: Duration::from_secs(20),
+        // Python starts slowly on a loaded machine.
+        startup_timeout: Duration::from_secs(90),
+        tool_timeout: Duration::from_secs(60),
         enabled_tools: None,
         disabled_tools: Vec::new(),
     }
@@ -73,10 +74,7 @@ async fn turn(
 ) -> Vec<Event> {
     let mut seen = Vec::new();
     loop {
-        let event = tokio::time::timeout(Duration::from_secs(60), h.events.recv())
-            .await
-            .expect("an event within 60 s")
-            .expect("the engine runs");
+        let event = next(h).await;
         let approval = match &event {
             Event::ApprovalNeeded { block_id } => Some(*block_id),
             _ => None,
@@ -93,6 +91,14 @@ async fn turn(
     }
 }
 
+/// The engine's next event: within two minutes (servers start slowly on a loaded machine).
+async fn next(h: &mut EngineHandle) -> Event {
+    tokio::time::timeout(Duration::from_secs(120), h.events.recv())
+        .await
+        .expect("an event within 120 s")
+        .expect("the engine runs")
+}
+
 fn tool_finished(events: &[Event]) -> Vec<(bool, String)> {
     events
         .iter()
@@ -103,7 +109,7 @@ fn tool_finished(events: &[Event]) -> Vec<(bool, String)> {
         .collect()
 }
 
-fn calls_of(calls: &Path, tool: &str) -> usize {
+pub(super) fn calls_of(calls: &Path, tool: &str) -> usize {
     std::fs::read_dir(calls)
         .unwrap()
         .filter(|e| {
@@ -118,7 +124,7 @@ fn calls_of(calls: &Path, tool: &str) -> usize {
 
 /// Processes still running with this calls directory in their environment (the servers a
 /// test started), after a moment to go.
-fn servers_left(calls: &Path) -> Vec<i32> {
+pub(super) fn servers_left(calls: &Path) -> Vec<i32> {
     let needle = format!("CALLS_DIR={}", calls.display());
     let scan = || -> Vec<i32> {
         std::fs::read_dir("/proc")
@@ -355,7 +361,7 @@ async fn a_server_that_crashes_mid_call_says_so_and_the_turn_ends() {
     h.ops.send(Op::UserMessage { text: "go".into() }).unwrap();
     let events = turn(&mut h, |_| None).await;
     assert_eq!(ended(&events), TurnEnd::Done);
-    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(started.elapsed() < Duration::from_secs(150));
     let finished = tool_finished(&events);
     assert!(!finished[0].0);
     assert!(
@@ -468,7 +474,7 @@ async fn servers_that_cannot_start_are_told_once_and_the_session_goes_on() {
     h.ops.send(Op::UserMessage { text: "go".into() }).unwrap();
     let events = turn(&mut h, |_| None).await;
     assert_eq!(ended(&events), TurnEnd::Done);
-    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(started.elapsed() < Duration::from_secs(150));
     let notices: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
@@ -489,7 +495,7 @@ async fn servers_that_cannot_start_are_told_once_and_the_session_goes_on() {
         .find(|n| n.starts_with("Waiting for the MCP server"))
         .expect("a notice that the request waits");
     assert!(
-        waiting.contains("slow") && waiting.contains("at most 20 s"),
+        waiting.contains("slow") && waiting.contains("at most 90 s"),
         "{waiting}"
     );
     assert!(about("slow").contains("did not finish starting within 2 s"));
@@ -522,7 +528,7 @@ async fn servers_that_cannot_start_are_told_once_and_the_session_goes_on() {
     // `/mcp` shows them all with why.
     h.ops.send(Op::McpStatus).unwrap();
     let status = loop {
-        if let Event::Notice { message } = super::support::next_event(&mut h).await {
+        if let Event::Notice { message } = next(&mut h).await {
             break message;
         }
     };
@@ -536,258 +542,15 @@ async fn servers_that_cannot_start_are_told_once_and_the_session_goes_on() {
     );
 }
 
-/// A home for the real binary with a config file holding `body`.
-fn home_with_config(body: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("config/oi-tui");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("config.toml"), body).unwrap();
-    std::fs::create_dir(dir.path().join("calls")).unwrap();
-    dir
-}
-
-/// `[mcp_servers.echo]`, its calls written to `dir/calls`.
-fn echo_entry(dir: &Path, extra: &str) -> String {
-    let _ = std::fs::create_dir(dir.join("calls"));
-    format!(
-        "[mcp_servers.echo]\ncommand = {:?}\nargs = [{:?}]\nenv = {{ CALLS_DIR = {:?} }}\n{extra}\n",
-        super::support::mcp_python().display().to_string(),
-        server_script().display().to_string(),
-        dir.join("calls").display().to_string(),
-    )
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_list_shows_servers_their_state_and_tools() {
-    let dir = tempfile::tempdir().unwrap();
-    let body = format!(
-        "{}\n[mcp_servers.off]\ncommand = \"nothing\"\nenabled = false\n\n[mcp_servers.gone]\ncommand = \"oi-tui-no-such-mcp-server\"\n",
-        echo_entry(
-            dir.path(),
-            "disabled_tools = [\"hang\"]\nfavourite_colour = \"blue\""
-        )
-    );
-    let home = home_with_config(&body);
-    let out = super::support::output_within({
-        let mut cmd = super::support::isolated_oi_tui(home.path());
-        cmd.args(["mcp", "list"]);
-        cmd
-    })
-    .await;
-    let stdout = super::support::text(&out.stdout);
-    let stderr = super::support::text(&out.stderr);
-    assert!(stdout.contains("echo  "), "{stdout}");
-    assert!(stdout.contains("ready, 4 tools"), "{stdout}");
-    assert!(
-        stdout.contains("  - echo\n") && stdout.contains("  - crash\n"),
-        "{stdout}"
-    );
-    assert!(!stdout.contains("  - hang"), "disabled_tools: {stdout}");
-    assert!(stdout.contains("off  nothing\n  disabled"), "{stdout}");
-    assert!(
-        stdout.contains("gone  oi-tui-no-such-mcp-server\n  failed:"),
-        "{stdout}"
-    );
-    // A failed server makes the status 1; an unknown key is a warning with its line.
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr.contains("config.toml:6: unknown key `favourite_colour` in [mcp_servers.echo]"),
-        "{stderr}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_server_entries_are_errors_that_name_the_server_and_the_key() {
-    for (body, expect) in [
-        (
-            "[mcp_servers.both]\ncommand = \"x\"\nurl = \"http://127.0.0.1:9/mcp\"\n",
-            "[mcp_servers.both]: has both `command`",
-        ),
-        (
-            "[mcp_servers.none]\nargs = [\"x\"]\n",
-            "[mcp_servers.none]: has neither `command`",
-        ),
-        (
-            "[mcp_servers.dir]\ncommand = \"x\"\ncwd = \"no/such/dir\"\n",
-            "[mcp_servers.dir]: `cwd` = \"no/such/dir\": no such directory",
-        ),
-        (
-            "[mcp_servers.slow]\ncommand = \"x\"\nstartup_timeout_sec = -1\n",
-            "[mcp_servers.slow]: `startup_timeout_sec` = -1",
-        ),
-    ] {
-        let home = home_with_config(body);
-        let out = super::support::output_within({
-            let mut cmd = super::support::isolated_oi_tui(home.path());
-            cmd.args(["mcp", "list"]);
-            cmd
-        })
-        .await;
-        let stderr = super::support::text(&out.stderr);
-        assert_ne!(out.status.code(), Some(0), "{body}");
-        assert!(stderr.contains(expect), "{body}: {stderr}");
-        assert!(stderr.contains("config.toml"), "{stderr}");
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn headless_task_calls_an_allowed_tool_and_shows_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let body = format!(
-        "[policy]\nallow = [\"mcp:echo/echo\"]\n\n{}",
-        echo_entry(dir.path(), "")
-    );
-    let home = home_with_config(&body);
-    let server = ModelServer::start(vec![
-        Reply::call("echo__echo", json!({"text": "from headless"})),
-        Reply::text("The server said it."),
-        Reply::call("echo__echo", json!({"text": "json"})),
-        Reply::text("Done again."),
-    ])
-    .await;
-    let base = server.base("openai");
-    let run = |json: bool| {
-        let mut cmd = super::support::isolated_oi_tui(home.path());
-        cmd.args([
-            "--task",
-            "call echo",
-            "--model",
-            "openai/scripted",
-            "--api-base",
-            &base,
-            "--approval",
-            "rules",
-        ]);
-        if json {
-            cmd.arg("--json");
-        }
-        super::support::output_within(cmd)
-    };
-    let out = run(false).await;
-    let stdout = super::support::text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        super::support::text(&out.stderr)
-    );
-    assert!(stdout.contains("mcp:echo/echo"), "{stdout}");
-    assert!(
-        stdout.contains("→ calling echo of the MCP server echo"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("echo: from headless"), "{stdout}");
-    assert!(stdout.contains("The server said it."), "{stdout}");
-    assert!(server.chats()[1].all_text().contains("echo: from headless"));
-    assert_eq!(calls_of(&dir.path().join("calls"), "echo"), 1);
-    assert_eq!(servers_left(&dir.path().join("calls")), Vec::<i32>::new());
-
-    // The session keeps the call: a resumed session shows it again.
-    let store = oi_tui::store::Store::open(&home.path().join("share/oi-tui")).unwrap();
-    let session = store.list(1, 0).unwrap().remove(0);
-    let replayed = store.replay(&session.id).unwrap();
-    let block = replayed
-        .iter()
-        .find_map(|e| match e {
-            Event::BlockProposed { block, .. } => Some(block.clone()),
-            _ => None,
-        })
-        .expect("the call is replayed");
-    assert_eq!(
-        block.tool.map(|t| t.policy_name()).as_deref(),
-        Some("mcp:echo/echo")
-    );
-    assert!(
-        replayed
-            .iter()
-            .any(|e| matches!(e, Event::ToolStarted { edited: false, .. }))
-    );
-    assert!(replayed.iter().any(
-        |e| matches!(e, Event::ToolFinished { ok: true, output, .. } if output == "echo: from headless")
-    ));
-
-    let out = run(true).await;
-    let events = super::support::json_events(&out);
-    let started = events
-        .iter()
-        .find(|e| e["event"] == "tool_started")
-        .expect("a tool_started event");
-    assert_eq!(started["tool"], json!({"server": "echo", "tool": "echo"}));
-    let finished = events
-        .iter()
-        .find(|e| e["event"] == "tool_finished")
-        .expect("a tool_finished event");
-    assert_eq!(finished["ok"], true);
-    assert_eq!(finished["output"], "echo: json");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_servers_get_the_bearer_token_from_its_variable() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let _server = tokio::process::Command::new(super::support::mcp_python())
-        .arg(server_script())
-        .args(["http", &port.to_string(), "s3cret"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(Instant::now() < deadline, "the HTTP server did not start");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let body = format!(
-        "[mcp_servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\nbearer_token_env_var = \"ECHO_TOKEN\"\n"
-    );
-    let home = home_with_config(&body);
-    let list = |token: Option<&str>| {
-        let mut cmd = super::support::isolated_oi_tui(home.path());
-        cmd.args(["mcp", "list"]);
-        match token {
-            Some(t) => cmd.env("ECHO_TOKEN", t),
-            None => cmd.env_remove("ECHO_TOKEN"),
-        };
-        super::support::output_within(cmd)
-    };
-    let out = list(Some("s3cret")).await;
-    let stdout = super::support::text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(
-        stdout.contains(&format!(
-            "web  http://127.0.0.1:{port}/mcp\n  ready, 5 tools"
-        )),
-        "{stdout}"
-    );
-    assert!(stdout.contains("  - add\n"), "{stdout}");
-
-    let out = list(Some("wrong")).await;
-    let stdout = super::support::text(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.contains("refused oi-tui's credentials (HTTP 401): check the token in ECHO_TOKEN"),
-        "{stdout}"
-    );
-
-    let out = list(None).await;
-    let stdout = super::support::text(&out.stdout);
-    assert!(stdout.contains("ECHO_TOKEN, which is not set"), "{stdout}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupt_cancels_a_running_call_and_ends_the_turn() {
     let dir = tempfile::tempdir().unwrap();
     let calls = dir.path().join("calls");
     std::fs::create_dir(&calls).unwrap();
     let server = ModelServer::start(vec![Reply::call("echo__hang", json!({}))]).await;
-    let host = McpHost::start(&[echo_server("normal", &calls)]);
+    let mut echo = echo_server("normal", &calls);
+    echo.tool_timeout = Duration::from_secs(120);
+    let host = McpHost::start(&[echo]);
     let cfg = config(
         dir.path(),
         &server,
@@ -799,7 +562,7 @@ async fn an_interrupt_cancels_a_running_call_and_ends_the_turn() {
     h.ops.send(Op::UserMessage { text: "go".into() }).unwrap();
     let mut events = Vec::new();
     loop {
-        let event = super::support::next_event(&mut h).await;
+        let event = next(&mut h).await;
         let started = matches!(event, Event::ToolStarted { .. });
         let end = matches!(event, Event::TurnFinished { .. });
         events.push(event);
@@ -819,7 +582,7 @@ async fn an_interrupt_cancels_a_running_call_and_ends_the_turn() {
             break;
         }
     }
-    assert_eq!(ended(&events), TurnEnd::Interrupted);
+    assert_eq!(ended(&events), TurnEnd::Interrupted, "{events:#?}");
     let finished = tool_finished(&events);
     assert!(!finished[0].0);
     assert!(

@@ -11,6 +11,7 @@ mod headless;
 mod kernels;
 mod kernels_control;
 mod mcp_client;
+mod mcp_client_cli;
 mod model_server;
 mod policy;
 mod safe_text;
