@@ -274,7 +274,6 @@ impl Engine {
                         .await
                 }
                 Op::RestartKernels { language } => self.restart_kernels(language).await,
-                Op::McpStatus => self.mcp_status(),
                 Op::Shutdown => break,
                 other => self.side_op(other),
             }
@@ -431,6 +430,7 @@ impl Engine {
             &mut self.queued,
             &mut self.shutdown,
             &self.events,
+            self.config.tool_host.as_deref(),
             op,
         );
     }
@@ -443,9 +443,17 @@ fn side_op(
     queued: &mut VecDeque<Op>,
     shutdown: &mut bool,
     events: &mpsc::UnboundedSender<Event>,
+    host: Option<&dyn host::ToolHost>,
     op: Op,
 ) {
     match op {
+        // Answered at once, even in the middle of a turn (not a step of the session: it is
+        // not recorded).
+        Op::McpStatus => {
+            let _ = events.send(Event::Notice {
+                message: tool_calls::status(host),
+            });
+        }
         Op::Input { data } => {
             let _ = kernels.write_input(&data);
         }
@@ -459,8 +467,7 @@ fn side_op(
         | Op::SetModel { .. }
         | Op::SetSandbox { .. }
         | Op::RunCode { .. }
-        | Op::RestartKernels { .. }
-        | Op::McpStatus) => queued.push_back(op),
+        | Op::RestartKernels { .. }) => queued.push_back(op),
         // A call that waits for its turn is dropped, and its caller answered; one that is
         // neither waiting nor running has been answered already.
         Op::CancelCall { call } => {

@@ -63,7 +63,14 @@ impl Engine {
                         break Vec::new();
                     }
                     Some(op) => {
-                        side_op(&self.kernels, &mut self.queued, &mut self.shutdown, &self.events, op);
+                        side_op(
+                            &self.kernels,
+                            &mut self.queued,
+                            &mut self.shutdown,
+                            &self.events,
+                            self.config.tool_host.as_deref(),
+                            op,
+                        );
                         if self.shutdown {
                             break Vec::new();
                         }
@@ -74,15 +81,6 @@ impl Engine {
         for message in notices {
             self.emit(Event::Notice { message });
         }
-    }
-
-    /// `Op::McpStatus`: the servers, their state and their tools, as a notice.
-    pub(super) fn mcp_status(&self) {
-        let message = match &self.config.tool_host {
-            Some(host) => host.describe(),
-            None => "No MCP servers are configured: add [mcp_servers.NAME] to config.toml (with `command` and `args`, or `url`) to offer their tools to the model.".to_string(),
-        };
-        self.emit(Event::Notice { message });
     }
 
     /// The error the model gets for a tool that does not exist, naming the ones that do.
@@ -293,7 +291,14 @@ impl Engine {
                             break None;
                         }
                         Some(op) => {
-                            side_op(&self.kernels, &mut self.queued, &mut self.shutdown, &self.events, op);
+                            side_op(
+                            &self.kernels,
+                            &mut self.queued,
+                            &mut self.shutdown,
+                            &self.events,
+                            self.config.tool_host.as_deref(),
+                            op,
+                        );
                             if self.shutdown {
                                 interrupted = true;
                                 break None;
@@ -331,6 +336,14 @@ impl Engine {
             duration_ms: started.elapsed().as_millis() as u64,
         });
         (ok, output, interrupted)
+    }
+}
+
+/// `Op::McpStatus`: the servers, their state and their tools.
+pub(super) fn status(host: Option<&dyn super::host::ToolHost>) -> String {
+    match host {
+        Some(host) => host.describe(),
+        None => "No MCP servers are in use: add [mcp_servers.NAME] to config.toml (with `command` and `args`, or `url`) to offer their tools to the model (with tools on).".to_string(),
     }
 }
 

@@ -524,6 +524,7 @@ impl Engine {
                         &mut self.queued,
                         &mut self.shutdown,
                         &self.events,
+                        self.config.tool_host.as_deref(),
                         op,
                     );
                     if self.shutdown {
@@ -617,6 +618,7 @@ impl Engine {
                                 &mut self.queued,
                                 &mut self.shutdown,
                                 &self.events,
+                                self.config.tool_host.as_deref(),
                                 op,
                             );
                             if self.shutdown {

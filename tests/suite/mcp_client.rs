@@ -599,3 +599,53 @@ async fn an_interrupt_cancels_a_running_call_and_ends_the_turn() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_status_is_answered_while_a_call_waits_and_a_skip_never_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls");
+    std::fs::create_dir(&calls).unwrap();
+    let server = ModelServer::start(vec![
+        Reply::call("echo__echo", json!({"text": "x"})),
+        Reply::text("ok, not calling it"),
+    ])
+    .await;
+    let host = McpHost::start(&[echo_server("normal", &calls)]);
+    let cfg = config(dir.path(), &server, ApprovalMode::Ask, &[], host);
+    let mut h = engine::spawn(cfg).unwrap();
+    h.ops.send(Op::UserMessage { text: "go".into() }).unwrap();
+    let block_id = loop {
+        if let Event::ApprovalNeeded { block_id } = next(&mut h).await {
+            break block_id;
+        }
+    };
+    h.ops.send(Op::McpStatus).unwrap();
+    let status = loop {
+        if let Event::Notice { message } = next(&mut h).await {
+            break message;
+        }
+    };
+    assert!(status.starts_with("MCP servers:"), "{status}");
+    assert!(status.contains("ready, 5 tools"), "{status}");
+    assert!(
+        status.contains("tools: echo, add, picture, crash, hang"),
+        "{status}"
+    );
+    h.ops
+        .send(Op::Decision {
+            block_id,
+            decision: Decision::Skip {
+                reason: Some("not now".into()),
+            },
+        })
+        .unwrap();
+    let events = turn(&mut h, |_| None).await;
+    assert_eq!(ended(&events), TurnEnd::Done);
+    assert_eq!(calls_of(&calls, "echo"), 0);
+    let next_request = server.chats()[1].all_text();
+    assert!(
+        next_request.contains("The user skipped this tool call"),
+        "{next_request}"
+    );
+    assert!(next_request.contains("not now"), "{next_request}");
+}

@@ -68,17 +68,14 @@ impl Server {
         self.set(State::Failed(why));
     }
 
+    /// What it is, for lists: its program (not its arguments, which may hold a token) or
+    /// its URL (without a query).
     fn kind(&self) -> String {
         match &self.config.transport {
-            McpTransport::Stdio { command, args, .. } => {
-                let mut shown = command.clone();
-                for a in args {
-                    shown.push(' ');
-                    shown.push_str(a);
-                }
-                crate::llm::shorten(&shown, 60)
+            McpTransport::Stdio { command, .. } => command.clone(),
+            McpTransport::Http { url, .. } => {
+                url.split(['?', '#']).next().unwrap_or(url).to_string()
             }
-            McpTransport::Http { url, .. } => url.clone(),
         }
     }
 }
