@@ -108,6 +108,11 @@ pub struct Options {
     /// Open the workbench on the session browser.
     #[arg(long)]
     pub sessions: bool,
+    /// While the workbench is open, serve MCP (Streamable HTTP) at this address
+    /// (127.0.0.1:PORT, or a bare PORT): blocks other agents send appear in the code pane,
+    /// with the caller's name, and wait for your decision like any block.
+    #[arg(long, value_name = "ADDR")]
+    pub mcp_listen: Option<String>,
     /// Open the workbench on a built-in scripted model, to try it with nothing installed.
     #[arg(long)]
     pub demo: bool,
@@ -172,6 +177,7 @@ impl Options {
                     },
                 ),
                 mcp_servers: None,
+                mcp_server: None,
             },
         }
     }

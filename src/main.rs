@@ -99,6 +99,12 @@ fn main() {
 }
 
 async fn model_loop(options: Options) -> i32 {
+    if options.mcp_listen.is_some() && options.task.is_some() {
+        eprintln!(
+            "oi-tui: --mcp-listen serves MCP while the workbench is open; it does not go with --task (for a server without the workbench: oi-tui mcp --listen ADDR)"
+        );
+        return USAGE_ERROR;
+    }
     if options.json && options.task.is_none() {
         eprintln!("oi-tui: --json goes with --task");
         return USAGE_ERROR;
@@ -125,9 +131,12 @@ async fn model_loop(options: Options) -> i32 {
         }
         return oi_tui::tui::run(
             settings,
-            options.demo,
-            options.resume.as_deref(),
-            options.sessions,
+            oi_tui::tui::Start {
+                demo: options.demo,
+                resume: options.resume.as_deref(),
+                browse: options.sessions,
+                mcp_listen: options.mcp_listen.as_deref(),
+            },
         )
         .await;
     };

@@ -58,6 +58,19 @@ pub struct FileSettings {
     pub sandbox: Option<crate::sandbox::SandboxFile>,
     /// The user's MCP servers (`[mcp_servers.NAME]`, read by `mcp::parse_servers`).
     pub mcp_servers: Option<toml::Table>,
+    /// oi-tui as an MCP server over HTTP (`[mcp_server]`: `token`, `listen`).
+    pub mcp_server: Option<McpServerFile>,
+}
+
+/// The `[mcp_server]` table: how `oi-tui mcp --listen` (and the workbench's `--mcp-listen`)
+/// serve over HTTP.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerFile {
+    /// The bearer token clients must send (else `OI_TUI_MCP_TOKEN`, else a random one).
+    pub token: Option<String>,
+    /// Where the workbench listens when asked to serve MCP (`127.0.0.1:PORT`).
+    pub listen: Option<String>,
 }
 
 const KEYS: &[&str] = &[
@@ -89,6 +102,7 @@ const KEYS: &[&str] = &[
     "policy",
     "sandbox",
     "mcp_servers",
+    "mcp_server",
 ];
 
 #[derive(Debug, Default)]
@@ -166,6 +180,8 @@ pub struct Settings {
     pub sandbox: crate::sandbox::SandboxSettings,
     /// The user's MCP servers (`[mcp_servers.NAME]`), in the order of their names.
     pub mcp_servers: Vec<mcp::McpServerConfig>,
+    /// `[mcp_server]`: the HTTP server's token and address (the last layer that sets each).
+    pub mcp_server: McpServerFile,
     /// The config file read, if any.
     pub config_path: Option<PathBuf>,
     /// Things worth saying that are not errors (unknown keys).
@@ -549,6 +565,16 @@ pub fn load(
         rules,
         sandbox,
         mcp_servers: mcp_servers.into_values().collect(),
+        mcp_server: McpServerFile {
+            token: layers
+                .iter()
+                .rev()
+                .find_map(|s| s.mcp_server.as_ref().and_then(|m| m.token.clone())),
+            listen: layers
+                .iter()
+                .rev()
+                .find_map(|s| s.mcp_server.as_ref().and_then(|m| m.listen.clone())),
+        },
         config_path,
         warnings,
     })

@@ -30,7 +30,10 @@ impl Engine {
             Err(why) => return self.answer(call, None, NotRun::Invalid, why),
         };
         let mut proposal = self.proposal(id, language, code, None, None);
-        proposal.block.caller = Some(caller.clone());
+        proposal.block.caller = Some(crate::protocol::Caller {
+            name: caller.clone(),
+            call,
+        });
         let allow = (proposal.gate.action == GateAction::Ask && proposal.invalid.is_none())
             .then(|| self.allow_offer(proposal.block.language_name(), &proposal.block.code));
         self.announce(&proposal, 1, 1, allow);
@@ -88,7 +91,10 @@ impl Engine {
                 language_tag: language.name().to_string(),
                 language: Some(language),
                 code: proposed.to_string(),
-                caller: Some(caller.to_string()),
+                caller: Some(crate::protocol::Caller {
+                    name: caller.to_string(),
+                    call,
+                }),
                 tool: None,
             };
             self.decide_saving_rules(&block).await

@@ -120,12 +120,20 @@ pub struct ProposedBlock {
     pub code: String,
     /// Who proposed it, when not the model: the caller of an `Op::RunCode`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub caller: Option<String>,
+    pub caller: Option<Caller>,
     /// The MCP tool it calls, when it is a tool call rather than code: `code` is then the
     /// arguments as pretty-printed JSON, and `language_tag` is `mcp:SERVER/TOOL`.
     /// (Boxed: events stay small.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<Box<ToolRef>>,
+}
+
+/// The caller of an `Op::RunCode`, as its block carries it: who (`claude-code`) and which of
+/// the face's calls it answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Caller {
+    pub name: String,
+    pub call: CallId,
 }
 
 /// A tool of one of the user's MCP servers (`[mcp_servers.NAME]`).

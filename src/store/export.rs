@@ -134,6 +134,14 @@ fn block_markdown(b: &StoredBlock) -> String {
     out.push_str(&fence(&b.language, ran));
     out.push_str("\n\n");
     let mut line = format!("block {} · {}", b.block_id, decision_words(b));
+    if let Some(caller) = &b.caller {
+        line = format!(
+            "block {} · from {} over MCP · {}",
+            b.block_id,
+            one_line(caller),
+            decision_words(b)
+        );
+    }
     if let Some(status) = status_words(b) {
         line.push_str(" · ");
         line.push_str(&status);

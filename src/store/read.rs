@@ -93,6 +93,9 @@ pub struct StoredBlock {
     /// output that had arrived by then.
     #[serde(default)]
     pub interrupted: bool,
+    /// Who sent it, when not the model (another agent, over MCP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
 }
 
 /// What is said of a block that was running when oi-tui stopped.
@@ -271,7 +274,7 @@ impl Store {
             .collect::<Result<_, _>>()?;
         let mut stmt = conn.prepare_cached(
             "SELECT block_id, language, proposed_code, edited_code, decision, status, exit_code, signal, duration_ms, output, created_at,
-                    skip_reason, tail, notes, state_lost, after_message, dropped
+                    skip_reason, tail, notes, state_lost, after_message, dropped, caller
              FROM blocks WHERE session_id = ?1 ORDER BY block_id",
         )?;
         let blocks = stmt
@@ -295,6 +298,7 @@ impl Store {
                     after_message: r.get(15)?,
                     dropped: r.get::<_, i64>(16)? != 0,
                     interrupted: false,
+                    caller: r.get(17)?,
                 })
             })?
             .collect::<Result<Vec<StoredBlock>, _>>()?;

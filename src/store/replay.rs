@@ -284,7 +284,11 @@ fn block_events(b: &StoredBlock, index: usize, of: usize, events: &mut Vec<Event
                 language_tag: b.language.clone(),
                 language,
                 code: b.proposed_code.clone(),
-                caller: None,
+                // The call it answered is long gone: only who sent it matters now.
+                caller: b.caller.as_ref().map(|name| crate::protocol::Caller {
+                    name: name.clone(),
+                    call: 0,
+                }),
                 tool: None,
             },
             index,

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// The schema this oi-tui writes.
-pub const CURRENT: i64 = 4;
+pub const CURRENT: i64 = 5;
 
 /// Version 1: sessions, messages, blocks, and events (errors and interrupts).
 const V1: &str = "
@@ -130,7 +130,12 @@ CREATE INDEX partial_output_block ON partial_output (session_id, block_id, id);
 ALTER TABLE messages ADD COLUMN partial INTEGER NOT NULL DEFAULT 0;
 ";
 
-const MIGRATIONS: [&str; 4] = [V1, V2, V3, V4];
+/// Version 5: who sent a block when not the model (another agent, over MCP).
+const V5: &str = "
+ALTER TABLE blocks ADD COLUMN caller TEXT;
+";
+
+const MIGRATIONS: [&str; 5] = [V1, V2, V3, V4, V5];
 
 /// The store's schema version: 0 for an empty database. Fails on a file that is not a
 /// database, or a database that is not an oi-tui store.

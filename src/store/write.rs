@@ -461,11 +461,20 @@ impl Writer {
                 }
             }
             Event::BlockProposed { block, .. } => {
-                self.ensure_session("(untitled)")?;
+                // A session another agent began over MCP is named for it and its first block.
+                let title = match &block.caller {
+                    Some(caller) => format!(
+                        "{} (MCP): {}",
+                        caller.name,
+                        block.code.lines().next().unwrap_or_default()
+                    ),
+                    None => "(untitled)".to_string(),
+                };
+                self.ensure_session(&title)?;
                 let language = block.language_name();
                 self.store.conn().execute(
-                    "INSERT OR IGNORE INTO blocks (session_id, block_id, language, proposed_code, created_at, after_message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![self.id, block.id as i64, language, self.redactor.clean(&block.code), now_ms(), self.last_message()?],
+                    "INSERT OR IGNORE INTO blocks (session_id, block_id, language, proposed_code, created_at, after_message, caller) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![self.id, block.id as i64, language, self.redactor.clean(&block.code), now_ms(), self.last_message()?, block.caller.as_ref().map(|c| c.name.as_str())],
                 )?;
             }
             Event::BlockSkipped { block_id, reason } => {

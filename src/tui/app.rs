@@ -451,7 +451,7 @@ impl App {
                     state: BlockState::Proposed,
                     detail: match &block.caller {
                         Some(caller) => {
-                            format!("from {}", crate::safe_text::visible(caller))
+                            format!("from {}", crate::safe_text::visible(&caller.name))
                         }
                         None => format!("{index} of {of}"),
                     },
@@ -855,7 +855,7 @@ pub(super) fn tail_lines(text: &str, n: usize) -> String {
 /// that sent it (`from claude-code over MCP`).
 pub(super) fn position(block: &ProposedBlock, index: usize, of: usize) -> String {
     match &block.caller {
-        Some(caller) => format!("from {} over MCP", crate::safe_text::visible(caller)),
+        Some(caller) => format!("from {} over MCP", crate::safe_text::visible(&caller.name)),
         None => format!("block {index} of {of}"),
     }
 }

@@ -72,7 +72,7 @@ fn panel_line(app: &App, width: usize, wide: bool) -> Line<'static> {
                 match &p.block.caller {
                     Some(caller) => format!(
                         "a block from {} awaits your decision",
-                        crate::safe_text::visible(caller)
+                        crate::safe_text::visible(&caller.name)
                     ),
                     None => format!("block {} of {} awaits your decision", p.index, p.of),
                 }

@@ -58,8 +58,27 @@ const KEY_FRAME: Duration = Duration::from_millis(2);
 /// The spinner's pace while something runs.
 const TICK: Duration = Duration::from_millis(100);
 
+/// How the workbench opens.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Start<'a> {
+    /// On the built-in scripted model.
+    pub demo: bool,
+    /// Resuming this saved session.
+    pub resume: Option<&'a str>,
+    /// On the session browser.
+    pub browse: bool,
+    /// Serving MCP at this address while open (`--mcp-listen`).
+    pub mcp_listen: Option<&'a str>,
+}
+
 /// Opens the workbench; returns the exit status.
-pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, browse: bool) -> i32 {
+pub async fn run(settings: Settings, start: Start<'_>) -> i32 {
+    let Start {
+        demo: demo_mode,
+        resume,
+        browse,
+        mcp_listen,
+    } = start;
     let theme = match Theme::load(&settings.theme, Depth::detect()) {
         Ok(theme) => theme,
         Err(message) => {
@@ -86,6 +105,20 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
             return 1;
         }
     };
+    // Other agents' blocks come in through the same engine, and wait for the person.
+    let serving = match mcp_listen {
+        Some(listen) => {
+            let router = crate::mcp::server::router::Router::new(handle.ops.clone());
+            match crate::mcp::server::workbench(&settings, listen, router).await {
+                Ok(serving) => Some(serving),
+                Err(message) => {
+                    eprintln!("oi-tui: --mcp-listen {listen}: {message}");
+                    return 1;
+                }
+            }
+        }
+        None => None,
+    };
     let keymap = match keymap::Keymap::from_config(&settings.keys) {
         Ok(keymap) => keymap,
         Err(message) => {
@@ -107,6 +140,9 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
         app.chat
             .push(chat::Entry::Notice(format!("warning: {warning}")));
     }
+    if let Some(serving) = &serving {
+        app.chat.push(chat::Entry::Notice(serving.notice.clone()));
+    }
     if let Some(resumed) = resumed {
         app.show_history(&resumed.events);
         app.chat.push(chat::Entry::Notice(resumed.notice));
@@ -119,15 +155,23 @@ pub async fn run(settings: Settings, demo_mode: bool, resume: Option<&str>, brow
     }
     shutdown::on_exit_restore_terminal(restore_terminal);
     // The last session's recorder stays open until what it could not save is known.
-    let (mut status, _last) =
-        match event_loop(&mut app, handle, recorder, &settings, demo_mode).await {
-            Ok(last) => (0, last),
-            Err(e) => {
-                restore_terminal();
-                eprintln!("oi-tui: {e}");
-                (1, None)
-            }
-        };
+    let (mut status, _last) = match event_loop(
+        &mut app,
+        handle,
+        recorder,
+        &settings,
+        demo_mode,
+        serving.as_ref().map(|s| s.router.clone()),
+    )
+    .await
+    {
+        Ok(last) => (0, last),
+        Err(e) => {
+            restore_terminal();
+            eprintln!("oi-tui: {e}");
+            (1, None)
+        }
+    };
     restore_terminal();
     // The banner went with the screen: what could not be saved is said once more, here.
     let mut missing = crate::sessions::unsaved();
@@ -228,6 +272,7 @@ async fn event_loop(
     recorder: Option<std::sync::Arc<crate::store::Recorder>>,
     settings: &Settings,
     demo_mode: bool,
+    router: Option<std::sync::Arc<crate::mcp::server::router::Router>>,
 ) -> std::io::Result<Option<std::sync::Arc<crate::store::Recorder>>> {
     let engine::EngineHandle {
         mut ops,
@@ -261,6 +306,9 @@ async fn event_loop(
             let _ = tokio::time::timeout(Duration::from_secs(3), &mut task).await;
             match restart(settings, demo_mode, &id).await {
                 Ok((handle, recorder, replay, notice)) => {
+                    if let Some(router) = &router {
+                        router.set_engine(handle.ops.clone());
+                    }
                     ops = handle.ops;
                     events = handle.events;
                     task = handle.task;
@@ -318,9 +366,17 @@ async fn event_loop(
                 None => break,
             },
             event = events.recv(), if engine_alive => match event {
-                Some(event) => Some(Msg::Engine(event)),
+                Some(event) => {
+                    if let Some(router) = &router {
+                        router.observe(&event);
+                    }
+                    Some(Msg::Engine(event))
+                }
                 None => {
                     engine_alive = false;
+                    if let Some(router) = &router {
+                        router.closed("the workbench's engine stopped");
+                    }
                     None
                 }
             },
@@ -339,6 +395,9 @@ async fn event_loop(
                 let Ok(event) = events.try_recv() else {
                     break;
                 };
+                if let Some(router) = &router {
+                    router.observe(&event);
+                }
                 for effect in app.update(Msg::Engine(event)) {
                     quit |= apply(effect, &ops, &ui_tx, &mut resume, &session);
                 }
@@ -347,6 +406,9 @@ async fn event_loop(
     }
     let _ = ops.send(Op::Shutdown);
     let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
+    if let Some(router) = &router {
+        router.closed("the workbench was closed");
+    }
     Ok(session.recorder)
 }
 

@@ -93,7 +93,8 @@ async fn a_callers_blocks_share_a_kernel_and_carry_its_name() {
             _ => None,
         })
         .expect("the block is proposed");
-    assert_eq!(proposed.0.caller.as_deref(), Some("test-agent"));
+    let caller = proposed.0.caller.expect("a caller");
+    assert_eq!((caller.name.as_str(), caller.call), ("test-agent", 1));
     assert_eq!(proposed.1.unwrap().action, GateAction::Run);
     h.ops.send(run(2, "py", "print(x + 1)")).unwrap();
     let (second, _) = answer(&mut h, 2).await;
@@ -308,5 +309,53 @@ async fn restarting_a_kernel_loses_its_state_and_the_model_hears_of_calls() {
             && text.contains("y = 'kept-value'")
             && text.contains("python kernel was restarted"),
         "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_block_is_saved_with_its_caller_and_comes_back_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), ApprovalMode::Auto, &[], &[]);
+    let data = dir.path().join("sessions");
+    let store = oi_tui::store::Store::open(&data).unwrap();
+    let recorder = std::sync::Arc::new(oi_tui::store::Recorder::start(
+        store,
+        None,
+        oi_tui::store::Redactor::default(),
+    ));
+    cfg.recorder = Some(recorder.clone());
+    let mut h = engine::spawn(cfg).unwrap();
+    h.ops
+        .send(Op::RunCode {
+            call: 1,
+            caller: "claude-code".into(),
+            language: "python".into(),
+            code: "print('saved-' + 'output')".into(),
+            timeout_secs: None,
+        })
+        .unwrap();
+    answer(&mut h, 1).await;
+    h.ops.send(Op::Shutdown).unwrap();
+    let _ = h.task.await;
+    recorder.flush();
+    let store = oi_tui::store::Store::open(&data).unwrap();
+    let sessions = store.list(10, 0).unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert!(
+        sessions[0].title.starts_with("claude-code (MCP): print("),
+        "{}",
+        sessions[0].title
+    );
+    let id = sessions[0].id.clone();
+    let replayed = store.replay(&id).unwrap();
+    let caller = replayed.iter().find_map(|e| match e {
+        Event::BlockProposed { block, .. } => block.caller.clone(),
+        _ => None,
+    });
+    assert_eq!(caller.map(|c| c.name), Some("claude-code".to_string()));
+    let markdown = store.export(&id).unwrap().markdown();
+    assert!(
+        markdown.contains("from claude-code over MCP") && markdown.contains("saved-output"),
+        "{markdown}"
     );
 }

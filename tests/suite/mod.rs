@@ -12,6 +12,7 @@ mod kernels;
 mod kernels_control;
 mod mcp_client;
 mod mcp_client_cli;
+mod mcp_server;
 mod model_server;
 mod policy;
 mod safe_text;

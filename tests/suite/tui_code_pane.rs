@@ -117,7 +117,10 @@ fn a_block_from_another_agent_names_its_caller() {
     let mut event =
         super::support::proposed_event(4, oi_tui::protocol::Language::Python, "print('hi')");
     if let Event::BlockProposed { block, .. } = &mut event {
-        block.caller = Some("claude-code".into());
+        block.caller = Some(oi_tui::protocol::Caller {
+            name: "claude-code".into(),
+            call: 1,
+        });
     }
     app.update(Msg::Engine(event));
     app.update(Msg::Engine(Event::ApprovalNeeded { block_id: 4 }));
