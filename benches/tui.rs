@@ -68,6 +68,7 @@ fn frame_time() {
                     language: Some(Language::Python),
                     code: format!("df = load({i})\nprint(df.describe())"),
                     caller: None,
+                    tool: None,
                 },
                 index: 1,
                 of: 1,

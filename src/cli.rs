@@ -176,6 +176,7 @@ impl Options {
                         network: self.network,
                     },
                 ),
+                mcp_servers: None,
                 mcp_server: None,
             },
         }

@@ -474,6 +474,43 @@ impl Transcript {
                 }
             }
             Event::ExecFinished { result, .. } => self.finished(result),
+            Event::ToolStarted {
+                tool,
+                arguments,
+                edited,
+                ..
+            } => {
+                let mut text = format!(
+                    "→ calling {} of the MCP server {}{}\n",
+                    visible(&tool.tool),
+                    visible(&tool.server),
+                    if *edited { " (arguments edited)" } else { "" }
+                );
+                if *edited {
+                    for line in arguments.lines() {
+                        text.push_str(&format!("│ {}\n", visible(line)));
+                    }
+                }
+                self.print(&text);
+            }
+            Event::ToolFinished {
+                ok,
+                output,
+                duration_ms,
+                ..
+            } => {
+                let mut text = visible(output);
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&format!(
+                    "{} tool call {} · {:.1} s\n",
+                    if *ok { "✓" } else { "✗" },
+                    if *ok { "done" } else { "failed" },
+                    *duration_ms as f64 / 1000.0
+                ));
+                self.print(&text);
+            }
             Event::Retry {
                 attempt,
                 max,

@@ -94,6 +94,10 @@ pub fn start(
     resume: Option<&str>,
 ) -> Result<Session, String> {
     let resumed = attach_resumed(&mut config, settings, resume)?;
+    // The user's MCP servers, for sessions that talk to a model with tools.
+    if config.tool_host.is_none() && config.provider.is_some() && config.tools {
+        config.tool_host = crate::mcp::client::host_for(settings);
+    }
     let recorder = config.recorder.clone();
     let handle = crate::engine::spawn(config).map_err(|e| e.to_string())?;
     Ok(Session {

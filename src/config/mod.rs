@@ -56,6 +56,8 @@ pub struct FileSettings {
     pub policy: Option<crate::policy::RuleLists>,
     /// The sandbox around kernels (`[sandbox]`: `mode`, `network`).
     pub sandbox: Option<crate::sandbox::SandboxFile>,
+    /// The user's MCP servers (`[mcp_servers.NAME]`, read by `mcp::parse_servers`).
+    pub mcp_servers: Option<toml::Table>,
     /// oi-tui as an MCP server over HTTP (`[mcp_server]`: `token`, `listen`).
     pub mcp_server: Option<McpServerFile>,
 }
@@ -99,6 +101,7 @@ const KEYS: &[&str] = &[
     "approval",
     "policy",
     "sandbox",
+    "mcp_servers",
     "mcp_server",
 ];
 
@@ -175,6 +178,8 @@ pub struct Settings {
     pub safe_mode: bool,
     /// The sandbox asked for (see `sandbox::resolve` for the one in force).
     pub sandbox: crate::sandbox::SandboxSettings,
+    /// The user's MCP servers (`[mcp_servers.NAME]`), in the order of their names.
+    pub mcp_servers: Vec<mcp::McpServerConfig>,
     /// `[mcp_server]`: the HTTP server's token and address (the last layer that sets each).
     pub mcp_server: McpServerFile,
     /// The config file read, if any.
@@ -304,6 +309,7 @@ impl Settings {
             redactor: self.redactor(),
             recorder: None,
             history: Vec::new(),
+            tool_host: None,
         })
     }
 
@@ -494,6 +500,17 @@ pub fn load(
     }
 
     let sandbox = sandbox_settings(&layers, flags.safe_mode)?;
+    // A profile's server replaces the file's server of the same name.
+    let mut mcp_servers = BTreeMap::new();
+    for table in layers.iter().filter_map(|s| s.mcp_servers.as_ref()) {
+        let (servers, _) = mcp::parse_servers(table, &cwd).map_err(|e| match &config_path {
+            Some(p) => format!("{} {e}", p.display()),
+            None => e,
+        })?;
+        for server in servers {
+            mcp_servers.insert(server.name.clone(), server);
+        }
+    }
 
     Ok(Settings {
         model,
@@ -547,6 +564,7 @@ pub fn load(
         safe_mode: flags.safe_mode,
         rules,
         sandbox,
+        mcp_servers: mcp_servers.into_values().collect(),
         mcp_server: McpServerFile {
             token: layers
                 .iter()
@@ -692,6 +710,47 @@ fn parse(text: &str, path: &Path) -> Result<(FileConfig, Vec<String>), String> {
         profiles: toml::from_str::<Profiles>(text).map_err(located)?.profiles,
     };
     let mut warnings = Vec::new();
+    let mut unknown_in_servers = |servers: &toml::Value, profile: &str| {
+        for (name, entry) in servers.as_table().into_iter().flatten() {
+            for key in entry.as_table().into_iter().flat_map(|t| t.keys()) {
+                if mcp::known_keys().contains(&key.as_str()) {
+                    continue;
+                }
+                // The key's line: the first after the server's header that starts with it.
+                let header = text
+                    .lines()
+                    .position(|l| {
+                        let l = l.trim_start();
+                        l.starts_with('[') && l.contains("mcp_servers") && l.contains(name.as_str())
+                    })
+                    .unwrap_or(0);
+                let line = text
+                    .lines()
+                    .enumerate()
+                    .skip(header)
+                    .find(|(_, l)| l.trim_start().starts_with(key.as_str()))
+                    .map_or(String::new(), |(i, _)| format!(":{}", i + 1));
+                warnings.push(format!(
+                    "{}{line}: unknown key `{key}` in [{profile}mcp_servers.{name}] is ignored (known: {})",
+                    path.display(),
+                    mcp::known_keys().join(", ")
+                ));
+            }
+        }
+    };
+    if let Some(servers) = table.get("mcp_servers") {
+        unknown_in_servers(servers, "");
+    }
+    for (name, profile) in table
+        .get("profiles")
+        .and_then(toml::Value::as_table)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(servers) = profile.get("mcp_servers") {
+            unknown_in_servers(servers, &format!("profiles.{name}."));
+        }
+    }
     let mut unknown = |key: &str, section: &str| {
         let line = text
             .lines()
@@ -751,5 +810,6 @@ pub fn seconds_setting(value: f64) -> Result<Duration, String> {
     }
 }
 
+pub mod mcp;
 #[cfg(test)]
 mod tests;

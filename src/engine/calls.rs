@@ -95,6 +95,7 @@ impl Engine {
                     name: caller.to_string(),
                     call,
                 }),
+                tool: None,
             };
             self.decide_saving_rules(&block).await
         } else {

@@ -15,12 +15,14 @@ mod calls;
 mod fences;
 mod gate;
 mod history;
+pub mod host;
 mod memory;
 mod prompt;
 mod reply;
 mod request;
 mod rules;
 mod sandbox;
+mod tool_calls;
 mod tools;
 mod turn;
 
@@ -88,6 +90,8 @@ pub struct EngineConfig {
     pub recorder: Option<Arc<crate::store::Recorder>>,
     /// The conversation so far, when a session is resumed.
     pub history: Vec<Message>,
+    /// Tools from the user's MCP servers, offered beside `execute` (None: none).
+    pub tool_host: Option<Arc<dyn host::ToolHost>>,
 }
 
 /// The running engine, as a face holds it.
@@ -168,6 +172,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
         call: None,
         call_cancelled: false,
         agents_md_notice: agents.notice,
+        host_ready: false,
     };
     let task = tokio::spawn(engine.run());
     Ok(EngineHandle {
@@ -207,6 +212,8 @@ struct Engine {
     call_cancelled: bool,
     /// What to say at the start about the project's `AGENTS.md`.
     agents_md_notice: Option<String>,
+    /// The tool host's servers have been waited for (before the first request).
+    host_ready: bool,
 }
 
 impl Engine {
@@ -423,6 +430,7 @@ impl Engine {
             &mut self.queued,
             &mut self.shutdown,
             &self.events,
+            self.config.tool_host.as_deref(),
             op,
         );
     }
@@ -435,9 +443,17 @@ fn side_op(
     queued: &mut VecDeque<Op>,
     shutdown: &mut bool,
     events: &mpsc::UnboundedSender<Event>,
+    host: Option<&dyn host::ToolHost>,
     op: Op,
 ) {
     match op {
+        // Answered at once, even in the middle of a turn (not a step of the session: it is
+        // not recorded).
+        Op::McpStatus => {
+            let _ = events.send(Event::Notice {
+                message: tool_calls::status(host),
+            });
+        }
         Op::Input { data } => {
             let _ = kernels.write_input(&data);
         }

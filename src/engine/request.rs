@@ -203,6 +203,7 @@ impl Engine {
                                 &mut self.queued,
                                 &mut self.shutdown,
                                 &self.events,
+                                self.config.tool_host.as_deref(),
                                 op,
                             );
                             if stop {

@@ -36,13 +36,22 @@ pub fn execute_tool(audience: Audience) -> ToolDef {
 }
 
 impl super::Engine {
-    /// The tools offered to the model now: none when it proposes fenced blocks.
+    /// The tools offered to the model now: `execute`, then the tools of the user's MCP
+    /// servers that are up; none when it proposes fenced blocks.
     pub(super) fn offered_tools(&self) -> Vec<ToolDef> {
-        if self.tools {
-            vec![execute_tool(Audience::Model)]
-        } else {
-            Vec::new()
+        if !self.tools {
+            return Vec::new();
         }
+        let mut tools = vec![execute_tool(Audience::Model)];
+        if let Some(host) = &self.config.tool_host {
+            tools.extend(
+                host.tools()
+                    .into_iter()
+                    .filter(|t| t.def.name != TOOL_NAME)
+                    .map(|t| t.def),
+            );
+        }
+        tools
     }
 }
 

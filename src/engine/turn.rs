@@ -18,7 +18,7 @@ use super::{Engine, fences, side_op};
 pub(super) struct Proposal {
     pub block: ProposedBlock,
     /// The tool call it came from (tool mode).
-    call_id: Option<String>,
+    pub call_id: Option<String>,
     /// Why it cannot run at all (unknown language, unreadable arguments).
     pub invalid: Option<String>,
     /// What the policy reads in it.
@@ -28,16 +28,16 @@ pub(super) struct Proposal {
 }
 
 /// What became of one proposal: the text the model gets.
-struct Outcome {
-    call_id: Option<String>,
-    block: ProposedBlock,
-    text: String,
+pub(super) struct Outcome {
+    pub call_id: Option<String>,
+    pub block: ProposedBlock,
+    pub text: String,
 }
 
 pub(super) const NO_APPROVAL: &str = "Not run: nobody can approve code here (oi-tui is running without a terminal and without --auto-run). Do not propose more code; say what you would run, and why, instead.";
 const AUTO_ON: &str = "Auto mode is on: the rest of this session's blocks run without asking, except those a rule denies and those that delete outside the workspace, need privileges or change the system.";
 const CUT: &str = "[The reply was cut here: it went past the most one reply may have or take.]";
-const STOPPED: &str = "Not run: the user stopped the turn before this block.";
+pub(super) const STOPPED: &str = "Not run: the user stopped the turn before this block.";
 
 impl Engine {
     pub(super) async fn turn(&mut self, text: String) {
@@ -71,6 +71,7 @@ impl Engine {
             recorder.user_message(&Message::user(text.clone()), said.as_deref());
         }
         self.history.push(Message::user(text));
+        self.wait_for_tool_host().await;
         let mut declined_before = false;
         let mut fell_back = false;
         let mut round = 0;
@@ -182,7 +183,7 @@ impl Engine {
                 // The mode and the rules may have changed since (auto mode turned on, or a
                 // rule saved, at an earlier block).
                 proposal.verdict = self.judge(&proposal.block);
-                proposal.gate = self.gate(&proposal.verdict);
+                proposal.gate = self.gate_for(&proposal.block, &proposal.verdict);
                 let allow = (proposal.gate.action == GateAction::Ask && proposal.invalid.is_none())
                     .then(|| {
                         self.allow_offer(proposal.block.language_name(), &proposal.block.code)
@@ -241,15 +242,17 @@ impl Engine {
         if self.tools {
             for call in calls {
                 let id = self.take_block_id();
+                if call.name != tool::TOOL_NAME
+                    && let Some(proposal) = self.tool_proposal(id, call)
+                {
+                    proposals.push(proposal);
+                    continue;
+                }
                 let (tag, code, invalid) = if call.name != tool::TOOL_NAME {
                     (
                         String::new(),
                         String::new(),
-                        Some(format!(
-                            "Error: there is no tool `{}`; the only tool is `{}`.",
-                            call.name,
-                            tool::TOOL_NAME
-                        )),
+                        Some(self.no_such_tool(&call.name)),
                     )
                 } else {
                     match tool::parse_arguments(&call.arguments) {
@@ -296,9 +299,10 @@ impl Engine {
             language,
             code,
             caller: None,
+            tool: None,
         };
         let verdict = self.judge(&block);
-        let gate = self.gate(&verdict);
+        let gate = self.gate_for(&block, &verdict);
         Proposal {
             block,
             call_id,
@@ -309,7 +313,7 @@ impl Engine {
     }
 
     /// The policy's verdict under the rules in force now.
-    fn judge(&self, block: &ProposedBlock) -> Verdict {
+    pub(super) fn judge(&self, block: &ProposedBlock) -> Verdict {
         self.policy.judge(block.language_name(), &block.code)
     }
 
@@ -337,7 +341,7 @@ impl Engine {
         id
     }
 
-    fn skip(&self, proposal: Proposal, reason: String) -> Outcome {
+    pub(super) fn skip(&self, proposal: Proposal, reason: String) -> Outcome {
         self.emit(Event::BlockSkipped {
             block_id: proposal.block.id,
             reason: Some(reason.clone()),
@@ -353,6 +357,9 @@ impl Engine {
     async fn handle(&mut self, proposal: Proposal) -> (Outcome, bool) {
         if let Some(why) = proposal.invalid.clone() {
             return (self.skip(proposal, why), false);
+        }
+        if proposal.block.tool.is_some() {
+            return self.handle_tool(proposal).await;
         }
         let Some(language) = proposal.block.language else {
             return (self.skip(proposal, STOPPED.to_string()), true);
@@ -517,6 +524,7 @@ impl Engine {
                         &mut self.queued,
                         &mut self.shutdown,
                         &self.events,
+                        self.config.tool_host.as_deref(),
                         op,
                     );
                     if self.shutdown {
@@ -610,6 +618,7 @@ impl Engine {
                                 &mut self.queued,
                                 &mut self.shutdown,
                                 &self.events,
+                                self.config.tool_host.as_deref(),
                                 op,
                             );
                             if self.shutdown {

@@ -23,6 +23,7 @@ pub mod samples;
 pub mod script;
 mod shell;
 mod suggest;
+mod tools;
 /// The verdict's types, which are the protocol's (`protocol::verdict`).
 pub mod verdict {
     pub use crate::protocol::{
@@ -35,6 +36,7 @@ use std::path::PathBuf;
 
 pub use rules::{RuleError, RuleLists, Rules};
 pub use script::Language;
+pub use tools::is_tool_rule;
 pub use verdict::{
     Decision, Finding, RiskClass, Rule, RuleSource, SimpleCommand, Suggestion, Verdict,
 };
@@ -66,6 +68,10 @@ impl Policy {
     /// The verdict for one block. `language` is a fence tag or kernel name (`bash`,
     /// `python`, `js`, `ruby`, `perl`, `r`); an unknown language is "cannot tell".
     pub fn judge(&self, language: &str, code: &str) -> Verdict {
+        // A call of an MCP tool: its tag is `mcp:SERVER/TOOL`, its code the arguments.
+        if let Some(tool) = crate::protocol::ToolRef::parse(language) {
+            return self.judge_tool(&tool);
+        }
         let lang = Language::from_tag(language);
         self.finish(self.analyse(lang, code, false), lang)
     }

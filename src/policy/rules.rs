@@ -37,6 +37,16 @@ pub enum RuleError {
         /// The text as written.
         text: String,
     },
+    /// A rule that names MCP tools (`mcp:SERVER/TOOL`) is malformed.
+    #[error("the {decision} rule \"{text}\" is not a tool rule: {why}")]
+    Tool {
+        /// allow/ask/deny.
+        decision: &'static str,
+        /// The text as written.
+        text: String,
+        /// What is wrong, with an example.
+        why: String,
+    },
     /// The prefix holds shell syntax (quotes, `$`, `;`, `|` …) that a prefix cannot match.
     #[error(
         "the {decision} rule \"{text}\" holds shell syntax ({found}); a rule is plain words, e.g. \"git push\""
@@ -99,6 +109,23 @@ impl Rules {
             Decision::Ask => "ask",
             Decision::Deny => "deny",
         };
+        if super::tools::is_tool_rule(text) {
+            super::tools::check_tool_rule(text).map_err(|why| RuleError::Tool {
+                decision: name,
+                text: text.trim().to_string(),
+                why,
+            })?;
+            let text = text.trim().to_string();
+            self.entries.push(Entry {
+                rule: Rule {
+                    decision,
+                    text: text.clone(),
+                    source,
+                },
+                words: vec![text],
+            });
+            return Ok(());
+        }
         if let Some(found) = text
             .chars()
             .find(|c| "'\"\\$`;|&<>(){}*?[]#~\n".contains(*c))
@@ -127,11 +154,17 @@ impl Rules {
         Ok(())
     }
 
+    /// Every rule, in the order added.
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Rule> {
+        self.entries.iter().map(|e| &e.rule)
+    }
+
     /// Whether any deny rule exists.
     pub fn has_deny(&self) -> bool {
+        // (Command rules: a tool deny rule does not make code "possibly denied".)
         self.entries
             .iter()
-            .any(|e| e.rule.decision == Decision::Deny)
+            .any(|e| e.rule.decision == Decision::Deny && !super::tools::is_tool_rule(&e.rule.text))
     }
 
     /// Whether there are no rules at all.
@@ -142,7 +175,12 @@ impl Rules {
     /// The strongest rule matching one view of a command (deny > ask > allow).
     pub(crate) fn matching<S: AsRef<str>>(&self, words: &[S]) -> Option<&Rule> {
         let mut best: Option<&Rule> = None;
-        for e in &self.entries {
+        // Tool rules (`mcp:...`) name MCP tools, never commands.
+        for e in self
+            .entries
+            .iter()
+            .filter(|e| !super::tools::is_tool_rule(&e.rule.text))
+        {
             if matches_prefix(&e.words, words, e.rule.decision) {
                 let rank = |d: Decision| match d {
                     Decision::Deny => 3,

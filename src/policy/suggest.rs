@@ -151,6 +151,9 @@ impl Policy {
     /// The prefixes that, added as allow rules, would let this block run under
     /// `--approval rules`, or why no rule can.
     pub fn suggest_allow(&self, language: &str, code: &str) -> Suggestion {
+        if let Some(tool) = crate::protocol::ToolRef::parse(language) {
+            return self.suggest_allow_tool(&tool);
+        }
         let lang = Language::from_tag(language);
         if lang != Language::Shell {
             let name = match lang {

@@ -77,6 +77,9 @@ pub enum Op {
     /// Restart one language's kernel, or all of them: their state (variables, imports,
     /// `cd`) is lost. The conversation is kept.
     RestartKernels { language: Option<Language> },
+    /// Say which MCP servers oi-tui uses as a client, their state and tools (`/mcp`): the
+    /// answer is a `Notice`.
+    McpStatus,
     /// Stop the engine.
     Shutdown,
 }
@@ -118,6 +121,11 @@ pub struct ProposedBlock {
     /// Who proposed it, when not the model: the caller of an `Op::RunCode`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<Caller>,
+    /// The MCP tool it calls, when it is a tool call rather than code: `code` is then the
+    /// arguments as pretty-printed JSON, and `language_tag` is `mcp:SERVER/TOOL`.
+    /// (Boxed: events stay small.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<Box<ToolRef>>,
 }
 
 /// The caller of an `Op::RunCode`, as its block carries it: who (`claude-code`) and which of
@@ -127,6 +135,35 @@ pub struct Caller {
     pub name: String,
     pub call: CallId,
 }
+
+/// A tool of one of the user's MCP servers (`[mcp_servers.NAME]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRef {
+    /// The server's name in the config.
+    pub server: String,
+    /// The tool's name as the server gives it.
+    pub tool: String,
+}
+
+impl ToolRef {
+    /// `mcp:SERVER/TOOL`: how rules name it, and the block's language tag.
+    pub fn policy_name(&self) -> String {
+        format!("{TOOL_PREFIX}{}/{}", self.server, self.tool)
+    }
+
+    /// Reads `mcp:SERVER/TOOL` back (the server's name holds no `/`).
+    pub fn parse(tag: &str) -> Option<ToolRef> {
+        let rest = tag.strip_prefix(TOOL_PREFIX)?;
+        let (server, tool) = rest.split_once('/')?;
+        (!server.is_empty() && !tool.is_empty()).then(|| ToolRef {
+            server: server.to_string(),
+            tool: tool.to_string(),
+        })
+    }
+}
+
+/// What starts the name of an MCP tool in rules and language tags.
+pub const TOOL_PREFIX: &str = "mcp:";
 
 impl ProposedBlock {
     /// The language's name, or the model's tag when oi-tui does not know it.
@@ -311,6 +348,23 @@ pub enum Event {
         call: CallId,
         block_id: Option<BlockId>,
         outcome: CallOutcome,
+    },
+    /// An MCP tool call starts (the block's `tool`), with the arguments that are sent
+    /// (pretty-printed JSON; `edited`: a person changed them).
+    ToolStarted {
+        block_id: BlockId,
+        tool: ToolRef,
+        arguments: String,
+        edited: bool,
+    },
+    /// An MCP tool call ended: `output` is what the model gets (the tool's text, its
+    /// structured content, or why it failed); `ok` is false when the tool reported an
+    /// error, the server failed, or the call timed out or was interrupted.
+    ToolFinished {
+        block_id: BlockId,
+        ok: bool,
+        output: String,
+        duration_ms: u64,
     },
     /// Kernels were restarted on request (`Op::RestartKernels`); `note` says which.
     KernelsRestarted {

@@ -273,6 +273,9 @@ impl Exported {
 
 fn block_events(b: &StoredBlock, index: usize, of: usize, events: &mut Vec<Event>) {
     let id = b.block_id.max(0) as BlockId;
+    if let Some(tool) = crate::protocol::ToolRef::parse(&b.language) {
+        return tool_events(b, id, tool, index, of, events);
+    }
     let language = Language::parse(&b.language);
     if b.decision != "user" {
         events.push(Event::BlockProposed {
@@ -286,6 +289,7 @@ fn block_events(b: &StoredBlock, index: usize, of: usize, events: &mut Vec<Event
                     name: name.clone(),
                     call: 0,
                 }),
+                tool: None,
             },
             index,
             of,
@@ -316,6 +320,63 @@ fn block_events(b: &StoredBlock, index: usize, of: usize, events: &mut Vec<Event
             events.push(Event::ExecFinished {
                 block_id: id,
                 result: result(b, id, language),
+            });
+        }
+        "skipped" => events.push(Event::BlockSkipped {
+            block_id: id,
+            reason: b.skip_reason.clone(),
+        }),
+        _ => events.push(Event::BlockSkipped {
+            block_id: id,
+            reason: Some("not decided: the session ended while it waited".to_string()),
+        }),
+    }
+}
+
+/// A call of an MCP tool, as it was recorded (its tag is `mcp:SERVER/TOOL`).
+fn tool_events(
+    b: &StoredBlock,
+    id: BlockId,
+    tool: crate::protocol::ToolRef,
+    index: usize,
+    of: usize,
+    events: &mut Vec<Event>,
+) {
+    events.push(Event::BlockProposed {
+        block: ProposedBlock {
+            id,
+            language_tag: b.language.clone(),
+            language: None,
+            code: b.proposed_code.clone(),
+            caller: None,
+            tool: Some(Box::new(tool.clone())),
+        },
+        index,
+        of,
+        verdict: None,
+        gate: None,
+        allow: None,
+    });
+    match b.decision.as_str() {
+        "run" | "edited" => {
+            events.push(Event::ToolStarted {
+                block_id: id,
+                tool,
+                arguments: b
+                    .edited_code
+                    .clone()
+                    .unwrap_or_else(|| b.proposed_code.clone()),
+                edited: b.decision == "edited",
+            });
+            events.push(Event::ToolFinished {
+                block_id: id,
+                ok: b.status.as_deref() == Some("ran"),
+                output: match (&b.tail, &b.status) {
+                    (Some(tail), _) => tail.clone(),
+                    (None, None) => UNFINISHED.to_string(),
+                    (None, Some(_)) => String::new(),
+                },
+                duration_ms: b.duration_ms.unwrap_or(0).max(0) as u64,
             });
         }
         "skipped" => events.push(Event::BlockSkipped {

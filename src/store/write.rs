@@ -542,6 +542,41 @@ impl Writer {
                     params![self.id, now_ms()],
                 )?;
             }
+            Event::ToolStarted {
+                block_id,
+                arguments,
+                edited,
+                ..
+            } => {
+                self.store.conn().execute(
+                    "UPDATE blocks SET decision = ?3, edited_code = CASE WHEN ?4 THEN ?5 ELSE edited_code END WHERE session_id = ?1 AND block_id = ?2",
+                    params![self.id, *block_id as i64, if *edited { "edited" } else { "run" }, edited, self.redactor.clean(arguments)],
+                )?;
+            }
+            Event::ToolFinished {
+                block_id,
+                ok,
+                output,
+                duration_ms,
+            } => {
+                let conn = self.store.conn();
+                let output = self.redactor.clean(output);
+                conn.execute(
+                    "UPDATE blocks SET status = ?3, duration_ms = ?4, output = ?5, tail = ?5, finished_at = ?6, notes = '[]', state_lost = 0 WHERE session_id = ?1 AND block_id = ?2",
+                    params![
+                        self.id,
+                        *block_id as i64,
+                        if *ok { "ran" } else { "failed" },
+                        *duration_ms as i64,
+                        output,
+                        now_ms(),
+                    ],
+                )?;
+                conn.execute(
+                    "UPDATE sessions SET blocks_run = blocks_run + 1, updated_at = ?2 WHERE id = ?1",
+                    params![self.id, now_ms()],
+                )?;
+            }
             Event::Error { message, .. } => self.note("error", message)?,
             Event::Notice { message }
             | Event::RulesChanged { note: message, .. }

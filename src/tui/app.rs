@@ -594,6 +594,18 @@ impl App {
                     Busy::Idle
                 };
             }
+            Event::ToolStarted {
+                block_id,
+                tool,
+                edited,
+                ..
+            } => self.tool_started(block_id, &tool, edited),
+            Event::ToolFinished {
+                block_id,
+                ok,
+                output,
+                duration_ms,
+            } => self.tool_finished(block_id, ok, &output, duration_ms),
             Event::Retry {
                 attempt,
                 max,
@@ -685,7 +697,7 @@ impl App {
         }
     }
 
-    fn clear_pending(&mut self, block_id: BlockId) {
+    pub(super) fn clear_pending(&mut self, block_id: BlockId) {
         if self
             .pending
             .as_ref()
@@ -834,7 +846,7 @@ fn short(text: &str, max: usize) -> String {
 }
 
 /// The last `n` lines of `text`.
-fn tail_lines(text: &str, n: usize) -> String {
+pub(super) fn tail_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.trim_end().lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }

@@ -427,7 +427,7 @@ fn shorten_path(path: &str, max: usize) -> String {
 }
 
 /// The slash commands, for the help overlay.
-const COMMANDS: [(&str, &str); 7] = [
+const COMMANDS: [(&str, &str); 8] = [
     (
         "!cmd",
         "run cmd in the shell kernel; the model sees it next time",
@@ -443,6 +443,7 @@ const COMMANDS: [(&str, &str); 7] = [
         "token use; write the conversation as Markdown",
     ),
     ("/sessions", "browse, search and resume saved sessions"),
+    ("/mcp", "your MCP servers ([mcp_servers]): state and tools"),
     ("/quit", "quit"),
 ];
 

@@ -484,8 +484,9 @@ impl App {
             }
             "export" => self.chat.push(Entry::Notice("/export PATH writes the conversation as Markdown".into())),
             "sandbox" => return self.sandbox_command(arg),
+            "mcp" => return vec![Effect::Op(Op::McpStatus)],
             other => self.chat.push(Entry::Error(format!(
-                "unknown command /{other}; try /help, /reset, /undo, /model NAME, /sandbox MODE, /tokens, /export PATH, /quit"
+                "unknown command /{other}; try /help, /reset, /undo, /model NAME, /sandbox MODE, /mcp, /tokens, /export PATH, /quit"
             ))),
         }
         Vec::new()

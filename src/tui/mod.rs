@@ -25,6 +25,7 @@ mod offers;
 pub mod stream;
 pub mod terminal;
 pub mod theme;
+mod tool_calls;
 pub mod view;
 
 use std::io::Write;

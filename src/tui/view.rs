@@ -362,15 +362,30 @@ fn border_note(frame: &mut Frame, app: &App, area: Rect, note: String) {
     }
 }
 
+/// How the code pane names a block, and the language its text is coloured as: a call of an
+/// MCP tool shows the tool and its server, its arguments coloured as JSON.
+fn block_label(block: &crate::protocol::ProposedBlock) -> (String, String) {
+    match &block.tool {
+        Some(tool) => (
+            format!("tool {} of MCP server {}", tool.tool, tool.server),
+            "json".to_string(),
+        ),
+        None => (
+            block.language_name().to_string(),
+            block.language_name().to_string(),
+        ),
+    }
+}
+
 fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
     let focused = app.focus == Focus::Code;
     if let Some(pending) = &app.pending {
-        let language = pending.block.language_name();
+        let (shown, language) = block_label(&pending.block);
         let position = pending.position();
         if let Some(editor) = &pending.editor {
             let block = pane_block(
                 app,
-                format!(" Edit · {language} · {position} · Ctrl-S accepts, Esc abandons "),
+                format!(" Edit · {shown} · {position} · Ctrl-S accepts, Esc abandons "),
                 true,
             );
             let inner = block.inner(area);
@@ -380,14 +395,14 @@ fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
         }
         let (title, lines, numbered) = match &pending.edited {
             Some(edited) => (
-                format!(" Diff · {language} · {position} · proposed → edited "),
+                format!(" Diff · {shown} · {position} · proposed → edited "),
                 cached_diff(app, pending, edited),
                 false,
             ),
             None => (
-                format!(" Code · {language} · {position} · awaiting your decision "),
+                format!(" Code · {shown} · {position} · awaiting your decision "),
                 app.code_cache
-                    .highlighted(&pending.block.code, language, &app.theme),
+                    .highlighted(&pending.block.code, &language, &app.theme),
                 true,
             ),
         };
@@ -414,12 +429,8 @@ fn draw_code(frame: &mut Frame, app: &App, area: Rect) {
         return;
     }
     let (title, code, language) = if let Some((block, label)) = &app.shown_block {
-        let language = block.language_name().to_string();
-        (
-            format!(" Code · {language} · {label} "),
-            &block.code,
-            language,
-        )
+        let (shown, language) = block_label(block);
+        (format!(" Code · {shown} · {label} "), &block.code, language)
     } else {
         let block = pane_block(app, " Code ", focused);
         frame.render_widget(

@@ -16,7 +16,8 @@ use tokio::net::{TcpListener, TcpStream};
 #[derive(Debug, Clone, Default)]
 pub struct Reply {
     text: Vec<String>,
-    tools: Vec<(String, String)>,
+    /// Tool calls: the tool's name and its arguments.
+    tools: Vec<(String, Value)>,
     status: Option<(u16, String)>,
     retry_after: Option<u64>,
     /// Stop after this many chunks, without finishing the stream.
@@ -51,7 +52,21 @@ impl Reply {
     }
 
     pub fn and_tool(mut self, language: &str, code: &str) -> Reply {
-        self.tools.push((language.to_string(), code.to_string()));
+        self.tools.push((
+            "execute".to_string(),
+            json!({"language": language, "code": code}),
+        ));
+        self
+    }
+
+    /// A call of the tool `name` (an MCP tool, or one that does not exist) with these
+    /// arguments.
+    pub fn call(name: &str, arguments: Value) -> Reply {
+        Reply::default().and_call(name, arguments)
+    }
+
+    pub fn and_call(mut self, name: &str, arguments: Value) -> Reply {
+        self.tools.push((name.to_string(), arguments));
         self
     }
 
@@ -368,10 +383,6 @@ fn endless_chunk(path: &str, empty: bool) -> String {
     }
 }
 
-fn arguments(language: &str, code: &str) -> String {
-    json!({"language": language, "code": code}).to_string()
-}
-
 /// Splits text into fragments of a few characters.
 fn fragments(text: &str, size: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
@@ -391,11 +402,11 @@ fn openai_chunks(reply: &Reply) -> Vec<String> {
     for t in &reply.text {
         chunks.push(sse(json!({"id": "c1", "choices": [{"index": 0, "delta": {"content": t}, "finish_reason": null}]})));
     }
-    for (i, (language, code)) in reply.tools.iter().enumerate() {
+    for (i, (name, arguments)) in reply.tools.iter().enumerate() {
         let id = format!("call_{i}");
-        chunks.push(sse(json!({"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": "execute", "arguments": ""}}]}}]})));
-        for piece in fragments(&arguments(language, code), reply.fragment.unwrap_or(5)) {
-            chunks.push(sse(json!({"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": "execute", "arguments": piece}}]}}]})));
+        chunks.push(sse(json!({"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}}]})));
+        for piece in fragments(&arguments.to_string(), reply.fragment.unwrap_or(5)) {
+            chunks.push(sse(json!({"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": piece}}]}}]})));
         }
     }
     let finish = if reply.tools.is_empty() {
@@ -418,8 +429,8 @@ fn ollama_chunks(reply: &Reply) -> Vec<String> {
         .iter()
         .map(|t| line(json!({"model": "m", "message": {"role": "assistant", "content": t}, "done": false})))
         .collect();
-    for (language, code) in &reply.tools {
-        chunks.push(line(json!({"model": "m", "message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "execute", "arguments": {"language": language, "code": code}}}]}, "done": false})));
+    for (name, arguments) in &reply.tools {
+        chunks.push(line(json!({"model": "m", "message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": name, "arguments": arguments}}]}, "done": false})));
     }
     chunks.push(line(json!({"model": "m", "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop", "prompt_eval_count": 20, "eval_count": 10})));
     chunks
@@ -446,9 +457,9 @@ fn anthropic_chunks(reply: &Reply) -> Vec<String> {
         ));
         index += 1;
     }
-    for (i, (language, code)) in reply.tools.iter().enumerate() {
-        chunks.push(sse("content_block_start", json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": format!("toolu_{i}"), "name": "execute", "input": {}}})));
-        for piece in fragments(&arguments(language, code), reply.fragment.unwrap_or(6)) {
+    for (i, (name, arguments)) in reply.tools.iter().enumerate() {
+        chunks.push(sse("content_block_start", json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": format!("toolu_{i}"), "name": name, "input": {}}})));
+        for piece in fragments(&arguments.to_string(), reply.fragment.unwrap_or(6)) {
             chunks.push(sse("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}})));
         }
         chunks.push(sse(

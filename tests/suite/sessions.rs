@@ -204,6 +204,7 @@ fn record_session(dir: &std::path::Path, title: &str, code: &str, output: &str) 
             language: Some(oi_tui::exec::Language::Python),
             code: code.into(),
             caller: None,
+            tool: None,
         },
         index: 1,
         of: 1,

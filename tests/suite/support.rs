@@ -114,6 +114,7 @@ pub fn engine_config(
         redactor: Default::default(),
         recorder: None,
         history: Vec::new(),
+        tool_host: None,
     }
 }
 
@@ -189,6 +190,7 @@ pub fn proposed_event(id: u64, language: Language, code: &str) -> oi_tui::protoc
             language: Some(language),
             code: code.into(),
             caller: None,
+            tool: None,
         },
         index: 1,
         of: 1,

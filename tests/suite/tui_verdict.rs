@@ -37,6 +37,7 @@ fn propose(app: &mut App, id: u64, code: &str, policy: &Policy, action: GateActi
             language: Some(Language::Shell),
             code: code.into(),
             caller: None,
+            tool: None,
         },
         index: 1,
         of: 1,

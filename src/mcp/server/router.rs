@@ -300,6 +300,7 @@ mod tests {
                     name: "t".into(),
                     call,
                 }),
+                tool: None,
             },
             index: 1,
             of: 1,
