@@ -76,7 +76,8 @@ async def basics():
         r = await run(c, "import time\nfor i in range(3):\n    print('line', i, flush=True); time.sleep(0.3)",
                       progress_callback=on_progress)
         assert r.structured_content["output"] == "line 0\nline 1\nline 2\n", r.structured_content
-        assert seen and "line 0" in seen[0], seen
+        # Output so far arrives while the block runs (a line may come in pieces).
+        assert any("line 0" in m and "line 2" not in m for m in seen), seen
         r = await c.call_tool("reset", {"language": "python"})
         assert r.is_error is False, r
         r = await run(c, "print('x' in globals())")
