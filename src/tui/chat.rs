@@ -7,7 +7,7 @@
 
 use std::cell::{Cell, RefCell};
 
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::highlight::visible;
@@ -475,11 +475,24 @@ fn entry_lines(entry: &Entry, theme: &Theme, width: u16) -> Vec<Line<'static>> {
             }
             lines
         }
-        Entry::Notice(text) => vec![Line::styled(format!("· {}", visible(text)), theme.muted)],
-        Entry::Error(text) => vec![Line::styled(format!("✗ {}", visible(text)), theme.error)],
+        Entry::Notice(text) => marked_lines("· ", text, theme.muted),
+        Entry::Error(text) => marked_lines("✗ ", text, theme.error),
     };
     lines.push(Line::default());
     lines
+}
+
+/// A notice or an error: its first line after the mark, each further line of it (a list of
+/// servers, the ways to connect) on a line of its own under it.
+fn marked_lines(mark: &str, text: &str, style: Style) -> Vec<Line<'static>> {
+    text.trim_end()
+        .split('\n')
+        .enumerate()
+        .map(|(i, line)| {
+            let lead = if i == 0 { mark } else { "  " };
+            Line::styled(format!("{lead}{}", visible(line)), style)
+        })
+        .collect()
 }
 
 #[cfg(test)]
