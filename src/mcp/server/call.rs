@@ -319,7 +319,7 @@ fn plain(text: &str) -> String {
             '\u{1b}' => {
                 if chars.peek() == Some(&'[') {
                     chars.next();
-                    while let Some(n) = chars.next() {
+                    for n in chars.by_ref() {
                         if ('\u{40}'..='\u{7e}').contains(&n) {
                             break;
                         }
