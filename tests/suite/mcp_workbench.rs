@@ -61,7 +61,7 @@ async fn another_agents_block_is_edited_and_approved_and_the_agent_gets_the_edit
         let screen = tmux.wait_for("Serving MCP at").await;
         let url = served_url(&screen.replace('\n', ""));
         let out = dir.path().join("result.json");
-        let mut agent = agent_call(&url, TOKEN, "print('proposed-by-agent')", &out);
+        let agent = agent_call(&url, TOKEN, "print('proposed-by-agent')", &out);
 
         // The block waits in the code pane, with who sent it.
         let screen = tmux.wait_for("awaiting your decision").await;
@@ -82,11 +82,14 @@ async fn another_agents_block_is_edited_and_approved_and_the_agent_gets_the_edit
         tmux.send(&["y"]);
         tmux.wait_for("proposed-by-person").await;
 
-        let status = tokio::time::timeout(Duration::from_secs(60), agent.wait())
+        let done = tokio::time::timeout(Duration::from_secs(60), agent.wait_with_output())
             .await
             .expect("the agent's call ends")
             .expect("the agent ran");
-        assert!(status.success(), "{size:?}: the agent failed");
+        assert!(done.status.success(), "{size:?}: {done:?}");
+        // The session ends cleanly: the client has nothing to complain of.
+        let complaints = String::from_utf8_lossy(&done.stderr);
+        assert!(!complaints.contains("failed"), "{complaints}");
         let result: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&out).expect("a result")).unwrap();
         let structured = &result["structured"];

@@ -187,7 +187,14 @@ pub async fn serve(
                     if let Some(refused) = check(request.headers(), &token, loopback) {
                         return Ok::<_, Infallible>(refused);
                     }
-                    hyper::service::Service::call(&mcp, request).await
+                    let ending = request.method() == http::Method::DELETE;
+                    let mut response = hyper::service::Service::call(&mcp, request).await?;
+                    // A session ended on request: rmcp answers 202, which clients (the Python
+                    // SDK) report as a failure; the request is done, with nothing to say.
+                    if ending && response.status() == StatusCode::ACCEPTED {
+                        *response.status_mut() = StatusCode::NO_CONTENT;
+                    }
+                    Ok(response)
                 }
             });
             let connection = hyper::server::conn::http1::Builder::new()
