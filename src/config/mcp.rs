@@ -112,6 +112,12 @@ pub fn parse_servers(table: &toml::Table, base: &Path) -> Result<Parsed, String>
                     .collect::<String>()
             ));
         }
+        if name.contains("__") || name.ends_with('_') {
+            return Err(format!(
+                "{here}: a server's name may not hold `__` or end in `_`: its tools are offered as NAME__tool, and `__` is what tells the server from the tool (try {})",
+                name.replace("__", "_").trim_end_matches('_')
+            ));
+        }
         let Some(entry) = value.as_table() else {
             return Err(format!(
                 "{here}: expected a table of settings (command = \"...\" or url = \"...\")"
@@ -431,6 +437,11 @@ enabled_tools = ["list"]
             assert!(e.starts_with("[mcp_servers.a]: "), "{text}: {e}");
             assert!(e.contains(key), "{text}: {e}");
         }
+        let e = parse("[mcp_servers.we__ird]\ncommand = \"x\"").unwrap_err();
+        assert!(
+            e.contains("[mcp_servers.we__ird]") && e.contains("may not hold `__`"),
+            "{e}"
+        );
         let e = parse("[mcp_servers.\"a b\"]\ncommand = \"x\"").unwrap_err();
         assert!(
             e.contains("[mcp_servers.a b]") && e.contains("letters"),

@@ -64,6 +64,9 @@ pub fn load(cwd: &Path, resumed: bool, context_window: u32) -> Loaded {
         section: None,
         notice: Some(format!("{FILE_NAME} at {shown} is not used: {why}.")),
     };
+    if let Some(why) = outside(&path, cwd) {
+        return unused(why);
+    }
     let text = match read_bounded(&path) {
         Ok(read) => read,
         Err(why) => return unused(why),
@@ -109,6 +112,27 @@ struct Bounded {
     total: u64,
     /// Whether `text` is only the beginning of the file.
     cut: bool,
+}
+
+/// Why `path` may not be read when it leads outside the project (the repository, or `cwd`
+/// outside any): a cloned repository could ship `AGENTS.md` as a link to the person's
+/// credentials, which would then go to the model's provider.
+fn outside(path: &Path, cwd: &Path) -> Option<String> {
+    let root = cwd
+        .ancestors()
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+        .unwrap_or(cwd);
+    let (Ok(target), Ok(root)) = (std::fs::canonicalize(path), std::fs::canonicalize(root)) else {
+        // A broken link or an unreadable root: reading says what is wrong.
+        return None;
+    };
+    (!target.starts_with(&root)).then(|| {
+        format!(
+            "it is a link to {}, outside {}; a project's instructions are read only from inside it",
+            target.display(),
+            root.display()
+        )
+    })
 }
 
 fn read_bounded(path: &Path) -> Result<Bounded, String> {
@@ -399,5 +423,26 @@ mod tests {
         assert_eq!(size(640), "640 B");
         assert_eq!(size(1229), "1.2 KB");
         assert_eq!(size(3 * 1024 * 1024), "3.0 MB");
+    }
+
+    #[test]
+    fn a_link_that_leads_out_of_the_repository_is_not_read() {
+        let (outer, repo, deep) = tree();
+        let secret = outer.path().join("credentials");
+        std::fs::write(&secret, "aws_secret=abc").unwrap();
+        std::os::unix::fs::symlink(&secret, repo.join(FILE_NAME)).unwrap();
+        let loaded = load(&deep, false, 32_768);
+        assert_eq!(loaded.section, None);
+        let notice = loaded.notice.unwrap();
+        assert!(
+            notice.contains("outside") && notice.contains("credentials"),
+            "{notice}"
+        );
+        // A link inside the repository is followed.
+        std::fs::remove_file(repo.join(FILE_NAME)).unwrap();
+        std::fs::write(repo.join("docs.md"), "inside the repository").unwrap();
+        std::os::unix::fs::symlink(repo.join("docs.md"), repo.join(FILE_NAME)).unwrap();
+        let loaded = load(&deep, false, 32_768);
+        assert!(loaded.section.unwrap().contains("inside the repository"));
     }
 }

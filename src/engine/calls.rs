@@ -48,9 +48,10 @@ impl Engine {
                     proposal.gate.reason
                 ),
             ),
-            (None, Some(_), GateAction::Decline) => {
-                (NotRun::Declined, declined(&proposal.gate.reason))
-            }
+            (None, Some(_), GateAction::Decline) => (
+                NotRun::Declined,
+                declined(&proposal.gate.reason, self.approval),
+            ),
             (None, Some(language), GateAction::Run | GateAction::Ask) => {
                 return self
                     .decide_and_run(
@@ -216,20 +217,29 @@ fn timeout_from_secs(secs: f64) -> Result<Duration, String> {
             "Not run: timeout_secs must be a number of seconds above 0 (got {secs})."
         ));
     }
-    let timeout = Duration::from_secs_f64(secs);
-    if timeout > LONGEST {
+    // Checked before the conversion, which panics on values past `Duration`'s range.
+    if secs > LONGEST.as_secs_f64() {
         return Err(format!(
             "Not run: timeout_secs may be at most {} (a week); got {secs}.",
             LONGEST.as_secs()
         ));
     }
-    Ok(timeout)
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// What a caller hears about a block nobody could approve, and how it could be allowed.
-fn declined(reason: &str) -> String {
+fn declined(reason: &str, approval: crate::protocol::ApprovalMode) -> String {
+    let how = match approval {
+        // Auto mode already runs what it may: what still asks always needs a person.
+        crate::protocol::ApprovalMode::Auto => {
+            "Even in auto mode, such blocks need a person: a client that supports elicitation is asked, and the workbench (`oi-tui --mcp-listen`) asks its person. Otherwise do it another way."
+        }
+        _ => {
+            "To let such blocks run, start oi-tui with `--approval rules` and an allow rule that covers them (in config.toml, `[policy] allow = [\"git status\", ...]`), or with `--approval auto`; a client that supports elicitation is asked instead."
+        }
+    };
     format!(
-        "Not run: it needs a person's approval ({reason}), and nobody can approve it here. To let such blocks run, start oi-tui with `--approval rules` and an allow rule that covers them (in config.toml, `[policy] allow = [\"git status\", ...]`), or with `--approval auto`; a client that supports elicitation is asked instead."
+        "Not run: it needs a person's approval ({reason}), and nobody can approve it here. {how}"
     )
 }
 
@@ -252,5 +262,13 @@ mod tests {
         assert!(timeout_from_secs(-1.0).unwrap_err().contains("above 0"));
         assert!(timeout_from_secs(f64::NAN).unwrap_err().contains("above 0"));
         assert!(timeout_from_secs(1e12).unwrap_err().contains("a week"));
+        // Past what a `Duration` holds: refused, not a panic.
+        assert!(timeout_from_secs(1e300).unwrap_err().contains("a week"));
+        assert!(
+            timeout_from_secs(f64::INFINITY)
+                .unwrap_err()
+                .contains("above 0")
+        );
+        assert_eq!(timeout_from_secs(604_800.0), Ok(LONGEST));
     }
 }

@@ -132,6 +132,20 @@ async fn nobody_to_ask_declines_and_says_how_to_allow() {
         "{reason}"
     );
     assert!(!dir.path().join("asked.txt").exists());
+    // In auto mode, what still asks is not allowed by auto mode: the advice says so.
+    let mut cfg = config(dir.path(), ApprovalMode::Auto, &[], &[]);
+    cfg.unattended = true;
+    let mut h = engine::spawn(cfg).unwrap();
+    h.ops
+        .send(run(2, "shell", "sudo touch /root-owned"))
+        .unwrap();
+    let (outcome, _) = answer(&mut h, 2).await;
+    let (why, reason) = not_run(&outcome);
+    assert_eq!(why, NotRun::Declined);
+    assert!(
+        reason.contains("Even in auto mode") && !reason.contains("or with `--approval auto`"),
+        "{reason}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -252,6 +266,18 @@ async fn bad_calls_are_refused_with_the_reason() {
     let (why, reason) = not_run(&outcome);
     assert_eq!(why, NotRun::Invalid);
     assert!(reason.contains("timeout_secs"), "{reason}");
+    // Past what a duration holds: refused, and the engine lives on.
+    h.ops
+        .send(Op::RunCode {
+            call: 20,
+            caller: "t".into(),
+            language: "python".into(),
+            code: "print(1)".into(),
+            timeout_secs: Some(1e300),
+        })
+        .unwrap();
+    let (outcome, _) = answer(&mut h, 20).await;
+    assert_eq!(not_run(&outcome).0, NotRun::Invalid);
     h.ops
         .send(Op::RunCode {
             call: 3,

@@ -64,7 +64,11 @@ pub fn host_is_local(host: &str) -> bool {
 
 /// Whether an `Authorization` header carries the token (compared in constant time).
 pub fn token_ok(header: Option<&str>, token: &str) -> bool {
-    let Some(given) = header.and_then(|h| h.strip_prefix("Bearer ")) else {
+    // The scheme's name is case-insensitive (RFC 7235): `bearer` is `Bearer`.
+    let Some(given) = header.and_then(|h| {
+        let (scheme, rest) = h.split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then_some(rest)
+    }) else {
         return false;
     };
     let (a, b) = (given.trim().as_bytes(), token.as_bytes());
@@ -238,6 +242,8 @@ mod tests {
     #[test]
     fn tokens() {
         assert!(token_ok(Some("Bearer abc"), "abc"));
+        assert!(token_ok(Some("bearer abc"), "abc"));
+        assert!(!token_ok(Some("Basic abc"), "abc"));
         assert!(!token_ok(Some("Bearer abd"), "abc"));
         assert!(!token_ok(Some("Bearer ab"), "abc"));
         assert!(!token_ok(Some("abc"), "abc"));
