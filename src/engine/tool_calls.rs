@@ -317,7 +317,7 @@ impl Engine {
             Some(Ok(reply)) => (!reply.is_error, reply.text),
             Some(Err(why)) => (false, format!("Error: {why}")),
         };
-        let text = self.config.redactor.clean(&text);
+        let text = self.config.redactor.clean(&bounded(&text));
         self.tool_finished(block_id, started, ok, text, interrupted)
     }
 
@@ -337,6 +337,18 @@ impl Engine {
         });
         (ok, output, interrupted)
     }
+}
+
+/// The most characters of a tool's result the model gets: a tool that reads a file may
+/// rightly answer with more than a block's output, but not with megabytes.
+const RESULT_MAX: usize = 64 * 1024;
+
+/// A tool's result as the model and the faces get it: escape sequences stripped, and its head
+/// and tail kept (with what was cut said) when it is longer than `RESULT_MAX`.
+fn bounded(text: &str) -> String {
+    let mut capture = crate::exec::TextCapture::new(RESULT_MAX);
+    capture.feed(text.as_bytes());
+    capture.finish().text
 }
 
 /// `Op::McpStatus`: the servers, their state and their tools.
@@ -402,5 +414,17 @@ mod tests {
             pretty(&arguments(r#"{"a":1}"#).unwrap()),
             "{\n  \"a\": 1\n}"
         );
+    }
+
+    #[test]
+    fn a_large_result_keeps_its_head_and_tail() {
+        let text: String = (0..200_000).map(|i| format!("row {i}\n")).collect();
+        let shown = bounded(&text);
+        assert!(shown.len() < RESULT_MAX + 1024, "{}", shown.len());
+        assert!(shown.starts_with("row 0\n") && shown.contains("row 199999"));
+        assert!(shown.contains("lines"), "the cut is said");
+        // A small one, and its escape sequences, as a block's output would be.
+        assert_eq!(bounded("{\"a\": 1}"), "{\"a\": 1}");
+        assert_eq!(bounded("\x1b[31mred\x1b[0m"), "red");
     }
 }
