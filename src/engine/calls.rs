@@ -159,13 +159,7 @@ impl Engine {
 
     /// `Op::RestartKernels`: one language's kernel, or all of them, start afresh.
     pub(super) async fn restart_kernels(&mut self, language: Option<Language>) {
-        let live: Vec<Language> = self
-            .kernels
-            .pids()
-            .await
-            .into_iter()
-            .map(|(l, _)| l)
-            .collect();
+        let live = self.live_kernels().await;
         let note = match language {
             Some(language) => {
                 self.kernels.restart(language).await;

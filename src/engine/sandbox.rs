@@ -20,6 +20,16 @@ pub(super) struct Escalation {
 }
 
 impl Engine {
+    /// The languages whose kernels are running now.
+    pub(super) async fn live_kernels(&self) -> Vec<Language> {
+        self.kernels
+            .pids()
+            .await
+            .into_iter()
+            .map(|(l, _)| l)
+            .collect()
+    }
+
     /// `Op::SetSandbox`: the kernels restart under the new sandbox.
     pub(super) async fn set_sandbox(&mut self, mode: SandboxMode, network: Network) {
         let settings = SandboxSettings {
@@ -28,13 +38,7 @@ impl Engine {
             explicit: true,
         };
         let resolved = resolve(settings, &self.config.kernels.cwd);
-        let live: Vec<Language> = self
-            .kernels
-            .pids()
-            .await
-            .into_iter()
-            .map(|(l, _)| l)
-            .collect();
+        let live = self.live_kernels().await;
         let fresh = self
             .kernels
             .relaunched(resolved.prefix.clone(), resolved.refusal.clone());
