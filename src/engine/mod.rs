@@ -466,8 +466,22 @@ fn side_op(
         | Op::Undo
         | Op::SetModel { .. }
         | Op::SetSandbox { .. }
-        | Op::RunCode { .. }
         | Op::RestartKernels { .. }) => queued.push_back(op),
+        // Another agent's block waits too; the person hears that it came.
+        Op::RunCode {
+            ref caller,
+            ref language,
+            ..
+        } => {
+            let _ = events.send(Event::Notice {
+                message: format!(
+                    "A {} block from {} (over MCP) waits until what runs now is done.",
+                    crate::safe_text::visible_line(language),
+                    crate::safe_text::visible_line(caller)
+                ),
+            });
+            queued.push_back(op);
+        }
         // A call that waits for its turn is dropped, and its caller answered; one that is
         // neither waiting nor running has been answered already.
         Op::CancelCall { call } => {

@@ -213,8 +213,14 @@ async fn cancelling_stops_a_waiting_a_queued_and_a_running_call() {
     }
     h.ops.send(run(2, "shell", "printf queued")).unwrap();
     h.ops.send(Op::CancelCall { call: 2 }).unwrap();
-    let (outcome, _) = answer(&mut h, 2).await;
+    let (outcome, seen) = answer(&mut h, 2).await;
     assert_eq!(not_run(&outcome).0, NotRun::Cancelled);
+    // The person heard that it came and waits.
+    assert!(
+        seen.iter().any(|e| matches!(e, Event::Notice { message }
+            if message.contains("shell block from test-agent (over MCP) waits"))),
+        "{seen:?}"
+    );
     h.ops.send(Op::CancelCall { call: 1 }).unwrap();
     let (outcome, _) = answer(&mut h, 1).await;
     assert_eq!(not_run(&outcome).0, NotRun::Cancelled);
