@@ -175,6 +175,8 @@ pub async fn serve(
                 Ok(accepted) => accepted,
                 Err(e) => {
                     eprintln!("oi-tui: cannot accept a connection: {e}");
+                    // Out of file descriptors, say: wait a little rather than spin.
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                     continue;
                 }
             },
