@@ -221,6 +221,8 @@ async fn a_resize_loses_no_output_in_the_workbench() {
     // Smaller: the narrow layout, the terminal pane on its tab; its first lines are up
     // in the scrollback.
     tmux.resize(80, 24);
+    // The keys go once the narrow layout is drawn (under load the resize can come later).
+    tmux.wait_for("Tab / click switches").await;
     tmux.send(&["C-t"]);
     tmux.wait_for("leaves").await;
     let screen = tmux.wait_for("count 40").await;
