@@ -198,6 +198,7 @@ impl Engine {
                         }
                         Some(op) => {
                             let stop = matches!(op, Op::Shutdown);
+                            // The stream borrows the client: the parts are lent one by one.
                             side_op(
                                 &self.kernels,
                                 &mut self.queued,

@@ -20,9 +20,9 @@ use crate::protocol::{
     RuleDecision, ToolRef, Verdict,
 };
 
+use super::Engine;
 use super::gate::{declined_text, denied_text};
 use super::turn::{Outcome, Proposal, STOPPED};
-use super::{Engine, side_op};
 
 impl Engine {
     /// Waits, once, for the MCP servers still starting (each at most its start-up timeout),
@@ -63,14 +63,7 @@ impl Engine {
                         break Vec::new();
                     }
                     Some(op) => {
-                        side_op(
-                            &self.kernels,
-                            &mut self.queued,
-                            &mut self.shutdown,
-                            &self.events,
-                            self.config.tool_host.as_deref(),
-                            op,
-                        );
+                        self.side_op(op);
                         if self.shutdown {
                             break Vec::new();
                         }
@@ -291,14 +284,7 @@ impl Engine {
                             break None;
                         }
                         Some(op) => {
-                            side_op(
-                            &self.kernels,
-                            &mut self.queued,
-                            &mut self.shutdown,
-                            &self.events,
-                            self.config.tool_host.as_deref(),
-                            op,
-                        );
+                            self.side_op(op);
                             if self.shutdown {
                                 interrupted = true;
                                 break None;

@@ -12,7 +12,7 @@ use super::gate::{declined_text, denied_text};
 use super::reply::Reply;
 use super::request::Streamed;
 use super::tools as tool;
-use super::{Engine, fences, side_op};
+use super::{Engine, fences};
 
 /// A block of the reply, as it will be decided and reported.
 pub(super) struct Proposal {
@@ -519,14 +519,7 @@ impl Engine {
                     return Decision::Abort;
                 }
                 Some(op) => {
-                    side_op(
-                        &self.kernels,
-                        &mut self.queued,
-                        &mut self.shutdown,
-                        &self.events,
-                        self.config.tool_host.as_deref(),
-                        op,
-                    );
+                    self.side_op(op);
                     if self.shutdown {
                         return Decision::Abort;
                     }
@@ -613,14 +606,7 @@ impl Engine {
                             kernels.interrupt();
                         }
                         Some(op) => {
-                            side_op(
-                                &kernels,
-                                &mut self.queued,
-                                &mut self.shutdown,
-                                &self.events,
-                                self.config.tool_host.as_deref(),
-                                op,
-                            );
+                            self.side_op(op);
                             if self.shutdown {
                                 interrupted = true;
                                 kernels.interrupt();
