@@ -123,6 +123,13 @@ pub struct Options {
     /// local servers (Ollama, llama.cpp, LM Studio) offer.
     #[arg(long)]
     pub list_models: bool,
+    #[command(flatten)]
+    pub sandboxing: SandboxFlags,
+}
+
+/// The sandbox's flags, for the model loop and for `oi-tui mcp` alike.
+#[derive(Debug, Args, Default, Clone, Copy)]
+pub struct SandboxFlags {
     /// The sandbox around kernels: off, read-only, or workspace-write (the default: the
     /// working directory and temp dirs writable, everything else read-only).
     #[arg(long, value_name = "MODE", value_parser = crate::sandbox::SandboxMode::parse)]
@@ -142,7 +149,7 @@ impl Options {
             config: self.config.clone(),
             profile: self.profile.clone(),
             no_tools: self.no_tools,
-            safe_mode: self.safe_mode,
+            safe_mode: self.sandboxing.safe_mode,
             settings: crate::config::FileSettings {
                 model: self.model.clone(),
                 api_base: self.api_base.clone(),
@@ -170,12 +177,11 @@ impl Options {
                 env: None,
                 approval: self.approval.map(ApprovalArg::mode),
                 policy: None,
-                sandbox: (self.sandbox.is_some() || self.network.is_some()).then_some(
-                    crate::sandbox::SandboxFile {
-                        mode: self.sandbox,
-                        network: self.network,
-                    },
-                ),
+                sandbox: (self.sandboxing.sandbox.is_some() || self.sandboxing.network.is_some())
+                    .then_some(crate::sandbox::SandboxFile {
+                        mode: self.sandboxing.sandbox,
+                        network: self.sandboxing.network,
+                    }),
                 mcp_servers: None,
                 mcp_server: None,
             },

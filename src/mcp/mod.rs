@@ -26,15 +26,8 @@ pub struct McpArgs {
     /// Run blocks without asking (= --approval auto); deny rules still apply.
     #[arg(short = 'y', long = "auto-run")]
     pub auto_run: bool,
-    /// The sandbox around kernels: off, read-only, or workspace-write.
-    #[arg(long, value_name = "MODE", value_parser = crate::sandbox::SandboxMode::parse)]
-    pub sandbox: Option<crate::sandbox::SandboxMode>,
-    /// Whether blocks may use the network: on or off.
-    #[arg(long, value_name = "on|off", value_parser = crate::sandbox::Network::parse)]
-    pub network: Option<crate::sandbox::Network>,
-    /// Safe mode: blocks run in the sandbox with the network off.
-    #[arg(long)]
-    pub safe_mode: bool,
+    #[command(flatten)]
+    pub sandboxing: crate::cli::SandboxFlags,
 }
 
 #[derive(Debug, Subcommand)]
@@ -55,9 +48,10 @@ impl McpArgs {
             options.auto_run = true;
             options.approval = None;
         }
-        options.sandbox = self.sandbox.or(options.sandbox);
-        options.network = self.network.or(options.network);
-        options.safe_mode |= self.safe_mode;
+        let (mine, theirs) = (self.sandboxing, &mut options.sandboxing);
+        theirs.sandbox = mine.sandbox.or(theirs.sandbox);
+        theirs.network = mine.network.or(theirs.network);
+        theirs.safe_mode |= mine.safe_mode;
         options
     }
 }
