@@ -278,25 +278,7 @@ fn block_events(b: &StoredBlock, index: usize, of: usize, events: &mut Vec<Event
     }
     let language = Language::parse(&b.language);
     if b.decision != "user" {
-        events.push(Event::BlockProposed {
-            block: ProposedBlock {
-                id,
-                language_tag: b.language.clone(),
-                language,
-                code: b.proposed_code.clone(),
-                // The call it answered is long gone: only who sent it matters now.
-                caller: b.caller.as_ref().map(|name| crate::protocol::Caller {
-                    name: name.clone(),
-                    call: 0,
-                }),
-                tool: None,
-            },
-            index,
-            of,
-            verdict: None,
-            gate: None,
-            allow: None,
-        });
+        events.push(proposed(b, id, language, None, (index, of)));
     }
     match b.decision.as_str() {
         "run" | "edited" | "user" => {
@@ -326,10 +308,44 @@ fn block_events(b: &StoredBlock, index: usize, of: usize, events: &mut Vec<Event
             block_id: id,
             reason: b.skip_reason.clone(),
         }),
-        _ => events.push(Event::BlockSkipped {
-            block_id: id,
-            reason: Some("not decided: the session ended while it waited".to_string()),
-        }),
+        _ => events.push(undecided(id)),
+    }
+}
+
+/// A recorded block as it was proposed: by the model or by a caller (a tool call when `tool`).
+fn proposed(
+    b: &StoredBlock,
+    id: BlockId,
+    language: Option<Language>,
+    tool: Option<crate::protocol::ToolRef>,
+    (index, of): (usize, usize),
+) -> Event {
+    Event::BlockProposed {
+        block: ProposedBlock {
+            id,
+            language_tag: b.language.clone(),
+            language,
+            code: b.proposed_code.clone(),
+            // The call it answered is long gone: only who sent it matters now.
+            caller: b.caller.as_ref().map(|name| crate::protocol::Caller {
+                name: name.clone(),
+                call: 0,
+            }),
+            tool: tool.map(Box::new),
+        },
+        index,
+        of,
+        verdict: None,
+        gate: None,
+        allow: None,
+    }
+}
+
+/// A block the session ended on while it waited for a decision.
+fn undecided(id: BlockId) -> Event {
+    Event::BlockSkipped {
+        block_id: id,
+        reason: Some("not decided: the session ended while it waited".to_string()),
     }
 }
 
@@ -342,21 +358,7 @@ fn tool_events(
     of: usize,
     events: &mut Vec<Event>,
 ) {
-    events.push(Event::BlockProposed {
-        block: ProposedBlock {
-            id,
-            language_tag: b.language.clone(),
-            language: None,
-            code: b.proposed_code.clone(),
-            caller: None,
-            tool: Some(Box::new(tool.clone())),
-        },
-        index,
-        of,
-        verdict: None,
-        gate: None,
-        allow: None,
-    });
+    events.push(proposed(b, id, None, Some(tool.clone()), (index, of)));
     match b.decision.as_str() {
         "run" | "edited" => {
             events.push(Event::ToolStarted {
@@ -383,10 +385,7 @@ fn tool_events(
             block_id: id,
             reason: b.skip_reason.clone(),
         }),
-        _ => events.push(Event::BlockSkipped {
-            block_id: id,
-            reason: Some("not decided: the session ended while it waited".to_string()),
-        }),
+        _ => events.push(undecided(id)),
     }
 }
 
