@@ -140,6 +140,11 @@ fn attach_resumed(
     }
     let writer = Store::open(&settings.data_dir).map_err(|e| e.to_string())?;
     let recorder = Arc::new(Recorder::start(writer, resumed_id, redactor(settings)));
+    // The images blocks make are kept with the session.
+    config.kernels.image_dir = Some(crate::store::images::session_dir(
+        &settings.data_dir,
+        recorder.session_id(),
+    ));
     // The store keeps the same messages as the conversation (`/undo` counts on it).
     for message in &unrecorded {
         match message.role {

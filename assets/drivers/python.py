@@ -9,6 +9,7 @@ import linecache
 import os
 import sys
 import traceback
+import types
 
 
 def main():
@@ -21,6 +22,7 @@ def main():
     except OSError:
         marker_fd = 1
     namespace = {"__name__": "__main__", "__builtins__": __builtins__, "__doc__": None}
+    figures = Figures(os.environ.pop("OI_TUI_IMAGES", ""))
     control = open(fifo, "r", encoding="utf-8")
     while True:
         try:
@@ -41,6 +43,7 @@ def main():
             pass
         finally:
             repair_stdio()
+            figures.block_ended()
             marker_fd = write_marker(marker_fd, nonce, block, status)
 
 
@@ -94,6 +97,120 @@ def repair_stdio():
                     except OSError:
                         continue
                 setattr(sys, name, original)
+
+
+class Figures:
+    """Saves as PNG, into the directory oi-tui gathers images from, what a block shows:
+    matplotlib figures (plt.show(), and figures still open when the block ends, as a
+    notebook would show them) and PIL images (Image.show()). matplotlib draws with its Agg
+    renderer through a backend of this driver's, so no display is needed; the hooks are set
+    when the block imports matplotlib or PIL, and touch nothing else."""
+
+    BACKEND = "oi_tui_backend"
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.count = 0
+        if directory:
+            sys.meta_path.insert(0, AfterImport({
+                "matplotlib": self.use_backend,
+                "PIL.ImageShow": self.register_viewer,
+            }))
+
+    def path(self):
+        self.count += 1
+        return os.path.join(self.directory, "%06d.png" % self.count)
+
+    def use_backend(self, matplotlib):
+        from matplotlib.backend_bases import FigureManagerBase
+        from matplotlib.backends import backend_agg
+        backend = types.ModuleType(self.BACKEND)
+        backend.FigureCanvas = backend_agg.FigureCanvasAgg
+        backend.FigureManager = FigureManagerBase
+        backend.show = self.show
+        sys.modules[self.BACKEND] = backend
+        matplotlib.rcParams["backend"] = "module://" + self.BACKEND
+
+    def show(self, *args, **kwargs):
+        self.save_open_figures()
+
+    def save_open_figures(self):
+        """Saves and closes every open figure (while the backend is this driver's: a
+        block that chose another backend keeps its windows)."""
+        pyplot = sys.modules.get("matplotlib.pyplot")
+        if pyplot is None or pyplot.get_backend() != "module://" + self.BACKEND:
+            return
+        from matplotlib._pylab_helpers import Gcf
+        for manager in Gcf.get_all_fig_managers():
+            try:
+                manager.canvas.figure.savefig(self.path(), format="png")
+            except Exception as e:
+                print("oi-tui: a figure could not be saved: %s" % e, file=sys.stderr)
+        pyplot.close("all")
+
+    def register_viewer(self, image_show):
+        figures = self
+
+        class Viewer(image_show.Viewer):
+            def show(self, image, **options):
+                if image.mode not in ("1", "L", "LA", "I", "P", "RGB", "RGBA"):
+                    image = image.convert("RGBA")
+                image.save(figures.path(), "PNG")
+                return 1
+
+        image_show.register(Viewer, -1)
+
+    def block_ended(self):
+        if not self.directory:
+            return
+        try:
+            self.save_open_figures()
+        except Exception:
+            pass
+
+
+class AfterImport:
+    """Runs a hook on a module right after it is first imported."""
+
+    def __init__(self, hooks):
+        self.hooks = hooks
+
+    def find_spec(self, name, path, target=None):
+        hook = self.hooks.get(name)
+        if hook is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            del self.hooks[name]
+            spec.loader = HookedLoader(spec.loader, hook)
+        return spec
+
+
+class HookedLoader:
+    def __init__(self, loader, hook):
+        self.loader = loader
+        self.hook = hook
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        try:
+            self.hook(module)
+        except Exception as e:
+            print("oi-tui: images from %s will not be shown: %s" % (module.__name__, e),
+                  file=sys.stderr)
 
 
 def run_block(block, path, namespace):

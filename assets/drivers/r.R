@@ -20,6 +20,28 @@ local({
   oi$q <- oi$quit
   attach(oi, name = "oi-tui", warn.conflicts = FALSE)
 
+  # Plots drawn without a file device of the block's own go to PNG files in the directory
+  # oi-tui gathers images from (one file a page), closed when the block ends, as a notebook
+  # shows them; a device the block opened itself (png("out.png"), pdf()) is left alone.
+  figures <- Sys.getenv("OI_TUI_IMAGES")
+  Sys.unsetenv("OI_TUI_IMAGES")
+  figure_devices <- integer()
+  figure_count <- 0L
+  if (nzchar(figures) && isTRUE(capabilities("png"))) {
+    options(device = function(...) {
+      figure_count <<- figure_count + 1L
+      grDevices::png(filename = file.path(figures, sprintf("r%04d-%%03d.png", figure_count)))
+      figure_devices <<- c(figure_devices, grDevices::dev.cur())
+      invisible(NULL)
+    })
+  }
+  close_figures <- function() {
+    for (d in intersect(figure_devices, grDevices::dev.list())) {
+      tryCatch(grDevices::dev.off(d), error = function(e) NULL)
+    }
+    figure_devices <<- integer()
+  }
+
   # Prints an error and the calls that led to it, without this driver's own frames.
   report_error <- function(e, calls) {
     call <- conditionCall(e)
@@ -84,6 +106,7 @@ local({
     nonce <- parts[[2]]
     path <- paste(parts[-(1:2)], collapse = " ")
     status <- tryCatch(run_block(block, path), interrupt = function(e) 130L)
+    close_figures()
     flush(stdout())
     flush(stderr())
     cat(sprintf("\033]5379;%s;%s;%d\007", nonce, block, status), file = marker_con)

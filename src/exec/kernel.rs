@@ -11,6 +11,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -105,6 +106,9 @@ impl Kernel {
         let (driver_name, driver_source) = driver(language);
         let driver_path = dir.path().join(driver_name);
         write_private(&driver_path, driver_source.as_bytes())?;
+        // Where the driver saves the figures a block shows (see `images`).
+        let figures = dir.path().join("images");
+        std::fs::DirBuilder::new().mode(0o700).create(&figures)?;
         let fifo_path = dir.path().join("control");
         make_fifo(&fifo_path)?;
         // Opened for reading and writing, so that opening never waits for the driver.
@@ -135,6 +139,7 @@ impl Kernel {
         }
         cmd.env("TERM", "xterm-256color");
         cmd.env("OI_TUI", "1");
+        cmd.env(super::images::FIGURES_VAR, &figures);
         // Inherited by everything the blocks start, however detached: what still runs when
         // oi-tui leaves is found by it (see `reaper::left_running`).
         cmd.env(super::reaper::OWNER_VAR, std::process::id().to_string());
@@ -154,6 +159,22 @@ impl Kernel {
 
     pub fn pid(&self) -> i32 {
         self.process.pid()
+    }
+
+    /// Where the driver saves the figures a block shows.
+    pub fn figures_dir(&self) -> PathBuf {
+        self.dir.path().join("images")
+    }
+
+    /// The kernel's private directory (the driver, the control FIFO, the blocks' code).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The interpreter's working directory now (Linux; elsewhere None), which a block may
+    /// have changed (`os.chdir`, `cd`).
+    pub fn current_dir(&self) -> Option<PathBuf> {
+        std::fs::read_link(format!("/proc/{}/cwd", self.pid())).ok()
     }
 
     /// The interpreter's standard streams that are closed (Linux; elsewhere none known).
@@ -329,6 +350,7 @@ impl Kernel {
             state_lost: self.is_dead(),
             notes: Vec::new(),
             file: None,
+            images: Vec::new(),
         };
         if starved.eofs > 0 {
             result.notes.push(if starved.hung_up.is_some() {

@@ -45,6 +45,9 @@ pub struct KernelConfig {
     /// The time limit of a block that has none of its own (unattended runs: nobody is
     /// there to interrupt a block that never ends). Its note says it is a default.
     pub default_timeout: Option<Duration>,
+    /// Where the images blocks make are kept (the session's image directory); None: a
+    /// private directory in the temp dir, removed when oi-tui leaves.
+    pub image_dir: Option<PathBuf>,
 }
 
 impl Default for KernelConfig {
@@ -61,6 +64,7 @@ impl Default for KernelConfig {
             launch_prefix: Vec::new(),
             launch_refusal: None,
             default_timeout: None,
+            image_dir: None,
         }
     }
 }
@@ -131,6 +135,10 @@ pub struct Kernels {
     next_block: AtomicU64,
     /// Whether the running block waits for keyboard input.
     waiting: watch::Sender<bool>,
+    /// Where images are kept when the config names no directory (made when first needed).
+    spare_images: Mutex<Option<tempfile::TempDir>>,
+    /// The working directory was too big to look through whole for images (said once).
+    scan_cut_said: std::sync::atomic::AtomicBool,
 }
 
 impl Kernels {
@@ -145,6 +153,8 @@ impl Kernels {
             size: Mutex::new(size),
             next_block: AtomicU64::new(1),
             waiting: watch::channel(false).0,
+            spare_images: Mutex::new(None),
+            scan_cut_said: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -214,12 +224,14 @@ impl Kernels {
             stdin_eof: block.stdin_eof,
             timeout_is_default: block.timeout.is_none() && self.config.default_timeout.is_some(),
         };
+        let since = std::time::SystemTime::now();
         let mut result = kernel
             .run(id, &block.code, &opts, &interrupt, &self.waiting, sink)
             .await;
         if let Some(note) = restarted_note {
             result.notes.insert(0, note);
         }
+        self.gather_images(kernel, since, &mut result);
         // A block that closed the interpreter's own standard streams (and a driver that
         // could not reopen them) leaves a kernel no later block could print from.
         let closed = kernel.closed_stdio();
@@ -233,6 +245,44 @@ impl Kernels {
             ));
         }
         result
+    }
+
+    /// Adds to the result the images the block made (see `images`).
+    fn gather_images(&self, kernel: &Kernel, since: std::time::SystemTime, result: &mut RunResult) {
+        let Some(keep) = self.image_dir() else {
+            return;
+        };
+        let mut roots = vec![self.config.cwd.clone()];
+        roots.extend(kernel.current_dir());
+        let ignored = [keep.clone(), kernel.dir().to_path_buf()];
+        let sources = super::images::Sources {
+            figures: &kernel.figures_dir(),
+            roots: &roots,
+            ignored: &ignored,
+            since,
+        };
+        let gathered = super::images::gather(&sources, &keep, result.block_id);
+        result.images = gathered.images;
+        result.notes.extend(gathered.notes);
+        if gathered.scan_cut && !self.scan_cut_said.swap(true, Ordering::Relaxed) {
+            result.notes.push(format!(
+                "{} holds too many files to look through for the images blocks write: only part of it is looked at, so an image written deep inside may not be shown.",
+                self.config.cwd.display()
+            ));
+        }
+    }
+
+    /// Where images are kept: the configured directory, else a private one in the temp dir.
+    fn image_dir(&self) -> Option<PathBuf> {
+        if let Some(dir) = &self.config.image_dir {
+            return Some(dir.clone());
+        }
+        let mut spare = self.spare_images.lock().ok()?;
+        if spare.is_none() {
+            *spare =
+                super::tempdirs::create_named(&std::env::temp_dir(), super::tempdirs::IMAGES).ok();
+        }
+        spare.as_ref().map(|d| d.path().to_path_buf())
     }
 
     fn start(&self, language: Language) -> Result<Kernel, String> {

@@ -11,6 +11,7 @@
 //! This module knows nothing of models, widgets or sessions: it takes blocks and gives back
 //! bytes and results.
 
+mod images;
 mod kernel;
 mod kernels;
 mod language;

@@ -31,6 +31,7 @@ impl RunResult {
             state_lost: false,
             notes: Vec::new(),
             file: None,
+            images: Vec::new(),
         }
     }
 }

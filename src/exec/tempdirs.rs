@@ -15,17 +15,27 @@ use super::Language;
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static SWEPT: Once = Once::new();
 
-/// The name every kernel directory of `language` owned by this process starts with.
-fn prefix(language: Language) -> String {
-    format!("oi-tui-{}-{}-", language.name(), std::process::id())
+/// The kind of directory that is not a kernel's: the images of kernels that record no
+/// session.
+pub(crate) const IMAGES: &str = "images";
+
+/// The name every directory of `kind` (a language's name, or `IMAGES`) owned by this
+/// process starts with.
+fn prefix(kind: &str) -> String {
+    format!("oi-tui-{kind}-{}-", std::process::id())
 }
 
 /// Creates a kernel's private directory (0700) in `parent` and registers it for removal at
 /// exit. Sweeps `parent` first, if that was not done yet.
 pub(crate) fn create(parent: &Path, language: Language) -> std::io::Result<tempfile::TempDir> {
+    create_named(parent, language.name())
+}
+
+/// Creates a private directory of `kind` (see `prefix`), as `create` does.
+pub(crate) fn create_named(parent: &Path, kind: &str) -> std::io::Result<tempfile::TempDir> {
     sweep_once(parent);
     let dir = tempfile::Builder::new()
-        .prefix(&prefix(language))
+        .prefix(&prefix(kind))
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .tempdir_in(parent)?;
     if let Ok(mut live) = LIVE.lock() {
@@ -64,8 +74,10 @@ pub(crate) fn remove_all() {
 /// The owner's process id in a kernel directory's name, if the name is one of ours.
 pub(crate) fn owner_of(name: &str) -> Option<i32> {
     let rest = name.strip_prefix("oi-tui-")?;
-    let (language, rest) = rest.split_once('-')?;
-    Language::parse(language)?;
+    let (kind, rest) = rest.split_once('-')?;
+    if kind != IMAGES {
+        Language::parse(kind)?;
+    }
     let (pid, random) = rest.split_once('-')?;
     if random.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
         return None;

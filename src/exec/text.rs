@@ -197,20 +197,7 @@ fn tail_of(s: &str, max: usize) -> &str {
     }
 }
 
-/// Formats a byte count for people: `512 B`, `3.4 KB`, `97.7 MB`.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
+pub use crate::protocol::human_bytes;
 
 #[derive(Default, Clone, Copy, PartialEq, Eq)]
 enum Esc {

@@ -5,12 +5,14 @@
 
 use serde::{Deserialize, Serialize};
 
+mod image;
 mod language;
 mod modes;
 mod run;
 mod tools;
 mod verdict;
 
+pub use image::{Image, ImageFormat, ImageSource, human_bytes};
 pub use language::Language;
 pub use modes::{ApprovalMode, Backend, Network, SandboxMode, SandboxStatus};
 pub use run::{Cut, RunResult, RunStatus, format_duration};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::Language;
+use super::{Image, Language};
 
 /// How a block ended, in one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +63,10 @@ pub struct RunResult {
     pub notes: Vec<String>,
     /// The file written, for languages that are written rather than run.
     pub file: Option<PathBuf>,
+    /// The images the block made (figures it showed, image files it wrote), as kept with
+    /// the session.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
 }
 
 /// How much of the output was cut from the middle of the text form.
@@ -117,6 +121,10 @@ impl RunResult {
             }
         }
         text.push_str(&format!("[{}]\n", self.summary()));
+        for (n, image) in self.images.iter().enumerate() {
+            text.push_str(&image.line(n + 1));
+            text.push('\n');
+        }
         for note in &self.notes {
             text.push_str(note);
             text.push('\n');
@@ -155,6 +163,7 @@ mod tests {
             state_lost: false,
             notes: vec![],
             file: None,
+            images: vec![],
         }
     }
 

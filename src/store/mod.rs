@@ -7,6 +7,7 @@
 //! API keys never reach the store: known secrets are redacted from every text written.
 
 mod export;
+pub mod images;
 mod read;
 mod record;
 mod repair;
@@ -206,6 +207,11 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The data directory the store is in (where the session images are kept too).
+    pub fn data_dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
     }
 
     pub(crate) fn conn(&self) -> &Connection {

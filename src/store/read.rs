@@ -96,6 +96,9 @@ pub struct StoredBlock {
     /// Who sent it, when not the model (another agent, over MCP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<String>,
+    /// The images it made, as kept with the session.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::protocol::Image>,
 }
 
 /// What is said of a block that was running when oi-tui stopped.
@@ -274,7 +277,7 @@ impl Store {
             .collect::<Result<_, _>>()?;
         let mut stmt = conn.prepare_cached(
             "SELECT block_id, language, proposed_code, edited_code, decision, status, exit_code, signal, duration_ms, output, created_at,
-                    skip_reason, tail, notes, state_lost, after_message, dropped, caller
+                    skip_reason, tail, notes, state_lost, after_message, dropped, caller, images
              FROM blocks WHERE session_id = ?1 ORDER BY block_id",
         )?;
         let blocks = stmt
@@ -299,6 +302,7 @@ impl Store {
                     dropped: r.get::<_, i64>(16)? != 0,
                     interrupted: false,
                     caller: r.get(17)?,
+                    images: super::images::from_column(&r.get::<_, String>(18)?, self.data_dir()),
                 })
             })?
             .collect::<Result<Vec<StoredBlock>, _>>()?;
@@ -383,7 +387,10 @@ impl Store {
         if n == 0 {
             return Err(StoreError::NotFound(id.to_string()));
         }
-        Ok(())
+        super::images::remove_session(self.data_dir(), id).map_err(|source| StoreError::Io {
+            path: super::images::session_dir(self.data_dir(), id),
+            source,
+        })
     }
 
     pub fn rename(&self, id: &str, title: &str) -> Result<(), StoreError> {

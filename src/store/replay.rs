@@ -414,6 +414,7 @@ fn result(b: &StoredBlock, id: BlockId, language: Language) -> RunResult {
         output: b.tail.clone().unwrap_or_default(),
         state_lost: b.state_lost,
         notes,
+        images: b.images.clone(),
         ..RunResult::empty(id, language, status)
     }
 }

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// The schema this oi-tui writes.
-pub const CURRENT: i64 = 5;
+pub const CURRENT: i64 = 6;
 
 /// Version 1: sessions, messages, blocks, and events (errors and interrupts).
 const V1: &str = "
@@ -135,7 +135,13 @@ const V5: &str = "
 ALTER TABLE blocks ADD COLUMN caller TEXT;
 ";
 
-const MIGRATIONS: [&str; 5] = [V1, V2, V3, V4, V5];
+/// Version 6: the images a block made, as JSON (`protocol::Image`, paths relative to the
+/// data directory when the copy is kept there).
+const V6: &str = "
+ALTER TABLE blocks ADD COLUMN images TEXT NOT NULL DEFAULT '[]';
+";
+
+const MIGRATIONS: [&str; 6] = [V1, V2, V3, V4, V5, V6];
 
 /// The store's schema version: 0 for an empty database. Fails on a file that is not a
 /// database, or a database that is not an oi-tui store.

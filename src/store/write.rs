@@ -516,8 +516,9 @@ impl Writer {
                     .iter()
                     .map(|n| self.redactor.clean(n))
                     .collect();
+                let images = super::images::to_column(&result.images, self.store.data_dir());
                 conn.execute(
-                    "UPDATE blocks SET status = ?3, exit_code = ?4, signal = ?5, duration_ms = ?6, output = ?7, finished_at = ?8, tail = ?9, notes = ?10, state_lost = ?11 WHERE session_id = ?1 AND block_id = ?2",
+                    "UPDATE blocks SET status = ?3, exit_code = ?4, signal = ?5, duration_ms = ?6, output = ?7, finished_at = ?8, tail = ?9, notes = ?10, state_lost = ?11, images = ?12 WHERE session_id = ?1 AND block_id = ?2",
                     params![
                         self.id,
                         *block_id as i64,
@@ -530,6 +531,7 @@ impl Writer {
                         self.redactor.clean(&result.output),
                         serde_json::to_string(&notes).unwrap_or_else(|_| "[]".into()),
                         result.state_lost,
+                        images,
                     ],
                 )?;
                 // The output as it streamed is superseded by the result.

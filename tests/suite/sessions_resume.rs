@@ -30,6 +30,7 @@ pub fn result(id: u64, status: RunStatus, exit: Option<i32>, output: &str) -> Ru
         state_lost: false,
         notes: Vec::new(),
         file: None,
+        images: Vec::new(),
     }
 }
 

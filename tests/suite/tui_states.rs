@@ -440,6 +440,7 @@ fn result(status: RunStatus) -> RunResult {
         state_lost: false,
         notes: Vec::new(),
         file: None,
+        images: Vec::new(),
     }
 }
 
@@ -652,6 +653,7 @@ fn snapshot_error() {
         state_lost: false,
         notes: Vec::new(),
         file: None,
+        images: Vec::new(),
     };
     result.output = "Traceback".into();
     app.update(Msg::Engine(Event::ExecFinished {

@@ -172,6 +172,7 @@ mod tests {
             state_lost: false,
             notes: Vec::new(),
             file: None,
+            images: Vec::new(),
         }
     }
 

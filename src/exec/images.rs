@@ -1,0 +1,360 @@
+//! The images a block made, gathered when it ends: the figures its driver saved (matplotlib,
+//! PIL, R's plot device write them into the kernel's private `images` directory, named by
+//! `FIGURES_VAR`) and the image files written under the working directory while it ran.
+//! Each is kept in the session's image directory as `BLOCK-N.EXT`: figures are moved there
+//! (they are the kernel's), files are copied (they are the user's, and may change later).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::protocol::{Image, ImageFormat, ImageSource, human_bytes};
+
+/// The variable that tells a driver where to save the figures a block shows.
+pub(crate) const FIGURES_VAR: &str = "OI_TUI_IMAGES";
+/// Images kept of one block at most; the rest are named in a note.
+const MAX_IMAGES: usize = 20;
+/// An image file larger than this is not kept (a note says so).
+const MAX_BYTES: u64 = 50 * 1024 * 1024;
+/// The working directory is looked through this deep, and no further than this many
+/// entries (a block run in a home directory must not cost seconds).
+const SCAN_DEPTH: usize = 4;
+const SCAN_ENTRIES: usize = 10_000;
+/// Directories never looked into: tools' caches and dependencies, not what a block drew.
+const SKIPPED_DIRS: [&str; 6] = [
+    "node_modules",
+    "target",
+    "__pycache__",
+    "venv",
+    "site-packages",
+    "dist-packages",
+];
+
+/// What gathering found.
+#[derive(Debug, Default)]
+pub(crate) struct Gathered {
+    pub images: Vec<Image>,
+    pub notes: Vec<String>,
+    /// The working directory had more entries than are looked through.
+    pub scan_cut: bool,
+}
+
+/// Where to look and where to keep.
+pub(crate) struct Sources<'a> {
+    /// The kernel's figure directory.
+    pub figures: &'a Path,
+    /// The directories the block may have written in (the session's working directory,
+    /// and the kernel's own if it moved).
+    pub roots: &'a [PathBuf],
+    /// Directories that are oi-tui's own, never reported (the kernels' private directories,
+    /// the session images).
+    pub ignored: &'a [PathBuf],
+    /// Files modified at or after this time were written by the block.
+    pub since: SystemTime,
+}
+
+/// Gathers the block's images into `keep`, numbered from 1 as `BLOCK-N.EXT`.
+pub(crate) fn gather(sources: &Sources<'_>, keep: &Path, block: u64) -> Gathered {
+    let mut gathered = Gathered::default();
+    let mut found: Vec<(PathBuf, ImageSource)> = figures(sources.figures)
+        .into_iter()
+        .map(|p| (p, ImageSource::Figure))
+        .collect();
+    let mut seen = HashSet::new();
+    let mut entries = 0;
+    for root in sources.roots {
+        let Ok(root) = root.canonicalize() else {
+            continue;
+        };
+        if !seen.insert(root.clone()) {
+            continue;
+        }
+        let mut written = Vec::new();
+        walk(&root, 0, sources, &mut entries, &mut written);
+        written.sort();
+        for path in written {
+            if !found.iter().any(|(_, s)| s == &file_source(&path)) {
+                found.push((path.clone(), file_source(&path)));
+            }
+        }
+    }
+    gathered.scan_cut = entries >= SCAN_ENTRIES;
+    if found.is_empty() {
+        return gathered;
+    }
+    if let Err(e) = crate::secrets::private_dir(keep) {
+        gathered.notes.push(format!(
+            "The block made {} image(s), but they could not be kept: {} could not be created ({e}).",
+            found.len(),
+            keep.display()
+        ));
+        discard_figures(&found);
+        return gathered;
+    }
+    let mut left_out = Vec::new();
+    for (path, source) in found {
+        if gathered.images.len() >= MAX_IMAGES {
+            left_out.push(shown_name(&path, &source));
+            if source == ImageSource::Figure {
+                let _ = std::fs::remove_file(&path);
+            }
+            continue;
+        }
+        match keep_one(&path, &source, keep, block, gathered.images.len() + 1) {
+            Ok(image) => gathered.images.push(image),
+            Err(why) => gathered.notes.push(why),
+        }
+    }
+    if !left_out.is_empty() {
+        gathered.notes.push(format!(
+            "The block made more than {MAX_IMAGES} images; only the first {MAX_IMAGES} were kept. Not kept: {}.",
+            left_out.join(", ")
+        ));
+    }
+    gathered
+}
+
+fn file_source(path: &Path) -> ImageSource {
+    ImageSource::File {
+        path: path.to_path_buf(),
+    }
+}
+
+fn shown_name(path: &Path, source: &ImageSource) -> String {
+    match source {
+        ImageSource::Figure => "a figure".to_string(),
+        ImageSource::File { .. } => path.display().to_string(),
+    }
+}
+
+/// The figures a driver saved, in the order it saved them (their names count up).
+fn figures(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| ImageFormat::from_path(p).is_some())
+        .collect();
+    paths.sort();
+    paths
+}
+
+fn discard_figures(found: &[(PathBuf, ImageSource)]) {
+    for (path, source) in found {
+        if *source == ImageSource::Figure {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Image files under `dir` modified since the block started.
+fn walk(
+    dir: &Path,
+    depth: usize,
+    sources: &Sources<'_>,
+    entries: &mut usize,
+    out: &mut Vec<PathBuf>,
+) {
+    if sources.ignored.iter().any(|i| dir.starts_with(i)) {
+        return;
+    }
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in read.flatten() {
+        *entries += 1;
+        if *entries >= SCAN_ENTRIES {
+            return;
+        }
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        // Not followed through links: a link may lead anywhere, and loop.
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() {
+            if depth + 1 < SCAN_DEPTH
+                && !name.starts_with('.')
+                && !name.starts_with("oi-tui-")
+                && !SKIPPED_DIRS.contains(&name.as_ref())
+            {
+                walk(&path, depth + 1, sources, entries, out);
+            }
+        } else if kind.is_file()
+            && ImageFormat::from_path(&path).is_some()
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|m| m >= sources.since)
+        {
+            out.push(path);
+        }
+    }
+}
+
+/// Keeps one image as `BLOCK-N.EXT` in `keep` and reads what it is.
+fn keep_one(
+    path: &Path,
+    source: &ImageSource,
+    keep: &Path,
+    block: u64,
+    n: usize,
+) -> Result<Image, String> {
+    let name = shown_name(path, source);
+    let format = ImageFormat::from_path(path).ok_or_else(|| format!("{name} is not an image."))?;
+    let bytes = std::fs::metadata(path)
+        .map_err(|e| format!("The image {name} could not be read: {e}."))?
+        .len();
+    let discard = || {
+        if *source == ImageSource::Figure {
+            let _ = std::fs::remove_file(path);
+        }
+    };
+    if bytes > MAX_BYTES {
+        discard();
+        return Err(format!(
+            "The image {name} ({}) is larger than {} and was not kept.",
+            human_bytes(bytes),
+            human_bytes(MAX_BYTES)
+        ));
+    }
+    let (width, height) = match dimensions(path, format) {
+        Ok(dims) => dims,
+        Err(e) => {
+            discard();
+            return Err(format!(
+                "{name} is not a readable {} image ({e}); it was not kept.",
+                format.label()
+            ));
+        }
+    };
+    let kept = keep.join(format!("{block}-{n}.{}", format.extension()));
+    let moved = match source {
+        ImageSource::Figure => std::fs::rename(path, &kept).or_else(|_| {
+            std::fs::copy(path, &kept).map(|_| {
+                let _ = std::fs::remove_file(path);
+            })
+        }),
+        ImageSource::File { .. } => std::fs::copy(path, &kept).map(|_| ()),
+    };
+    if let Err(e) = moved {
+        discard();
+        return Err(format!(
+            "The image {name} could not be kept in {}: {e}.",
+            keep.display()
+        ));
+    }
+    let _ = crate::secrets::private_file(&kept);
+    Ok(Image {
+        path: kept,
+        format,
+        bytes,
+        width,
+        height,
+        source: source.clone(),
+    })
+}
+
+/// The pixel dimensions: read from the header of a raster image (it must decode that far),
+/// from the `width`/`height` (or `viewBox`) of an SVG, when it says them.
+pub(crate) fn dimensions(
+    path: &Path,
+    format: ImageFormat,
+) -> Result<(Option<u32>, Option<u32>), String> {
+    if format == ImageFormat::Svg {
+        let head = read_head(path, 8192).map_err(|e| e.to_string())?;
+        return svg_dimensions(&head).ok_or_else(|| "no <svg> element".to_string());
+    }
+    let reader = image::ImageReader::open(path)
+        .and_then(|r| r.with_guessed_format())
+        .map_err(|e| e.to_string())?;
+    let (w, h) = reader.into_dimensions().map_err(|e| e.to_string())?;
+    Ok((Some(w), Some(h)))
+}
+
+fn read_head(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit)
+        .read_to_end(&mut head)?;
+    Ok(String::from_utf8_lossy(&head).into_owned())
+}
+
+/// An SVG's size from its root element: `width`/`height` in pixels (or unitless), else the
+/// `viewBox`. Some((None, None)) for an SVG that says neither; None for no `<svg`.
+fn svg_dimensions(text: &str) -> Option<(Option<u32>, Option<u32>)> {
+    let start = text.find("<svg")?;
+    let tag = &text[start..];
+    let tag = &tag[..tag.find('>').unwrap_or(tag.len())];
+    let attr = |name: &str| -> Option<&str> {
+        let mut rest = tag;
+        loop {
+            let at = rest.find(name)?;
+            let before = rest[..at].chars().last();
+            rest = &rest[at + name.len()..];
+            if before.is_some_and(char::is_whitespace)
+                && let Some(value) = rest.trim_start().strip_prefix('=')
+            {
+                let value = value.trim_start();
+                let quote = value.chars().next()?;
+                let value = &value[1..];
+                return Some(&value[..value.find(quote)?]);
+            }
+        }
+    };
+    let pixels = |v: &str| -> Option<u32> {
+        let v = v.trim();
+        let number = v.strip_suffix("px").unwrap_or(v);
+        let n: f64 = number.parse().ok()?;
+        (n.is_finite() && n > 0.0 && n < 1e6).then(|| n.round() as u32)
+    };
+    let (w, h) = (
+        attr("width").and_then(pixels),
+        attr("height").and_then(pixels),
+    );
+    if w.is_some() && h.is_some() {
+        return Some((w, h));
+    }
+    let view: Vec<f64> = attr("viewBox")
+        .map(|v| {
+            v.split([' ', ','])
+                .filter(|s| !s.is_empty())
+                .filter_map(|s| s.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    if let [_, _, vw, vh] = view[..] {
+        let px = |n: f64| (n.is_finite() && n > 0.0 && n < 1e6).then(|| n.round() as u32);
+        return Some((px(vw), px(vh)));
+    }
+    Some((None, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn svg_sizes_come_from_width_height_or_view_box() {
+        assert_eq!(
+            svg_dimensions(
+                r#"<?xml?><svg xmlns="x" width="460.8pt" height="345.6pt" viewBox="0 0 460.8 345.6">"#
+            ),
+            Some((Some(461), Some(346)))
+        );
+        assert_eq!(
+            svg_dimensions(r#"<svg width="200" height='100px'>"#),
+            Some((Some(200), Some(100)))
+        );
+        assert_eq!(
+            svg_dimensions(r#"<svg stroke-width="3" viewBox="0,0,30,20">"#),
+            Some((Some(30), Some(20)))
+        );
+        assert_eq!(svg_dimensions("<svg>"), Some((None, None)));
+        assert_eq!(svg_dimensions("<html>"), None);
+    }
+}
