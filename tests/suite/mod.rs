@@ -8,6 +8,7 @@ mod engine_items;
 mod engine_ops;
 mod escalation;
 mod headless;
+mod images;
 mod kernels;
 mod kernels_control;
 mod mcp_client;
