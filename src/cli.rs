@@ -262,6 +262,10 @@ pub struct RunArgs {
     /// Print each result as a JSON line on stdout instead of the live output.
     #[arg(long)]
     pub json: bool,
+    /// Keep the images blocks make (figures they show, image files they write) in DIR;
+    /// without it they are kept in a temporary directory, removed when the command ends.
+    #[arg(long, value_name = "DIR")]
+    pub images: Option<PathBuf>,
 }
 
 /// A count that must be at least 1 (`--max-turns`, `--max-tokens`).

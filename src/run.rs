@@ -32,6 +32,14 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         config.cwd = std::fs::canonicalize(cwd)
             .with_context(|| format!("--cwd {}: no such directory", cwd.display()))?;
     }
+    if let Some(dir) = &args.images {
+        crate::secrets::private_dir(dir)
+            .with_context(|| format!("--images {}: cannot use it", dir.display()))?;
+        config.image_dir = Some(
+            std::fs::canonicalize(dir)
+                .with_context(|| format!("--images {}: no such directory", dir.display()))?,
+        );
+    }
     if let Some((rows, cols)) = terminal_size() {
         config.rows = rows;
         config.cols = cols;
@@ -63,7 +71,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             }
         };
         let result = kernels.run(&block, &mut sink).await;
-        report(&result, args.json)?;
+        report(&result, args.json, args.images.is_some())?;
         last = exit_status(&result);
         if result.status == RunStatus::Interrupted {
             break;
@@ -94,7 +102,7 @@ fn read_file(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
-fn report(result: &RunResult, json: bool) -> Result<()> {
+fn report(result: &RunResult, json: bool, images_kept: bool) -> Result<()> {
     if json {
         crate::stdout::println(&serde_json::to_string(result)?);
         return Ok(());
@@ -105,6 +113,15 @@ fn report(result: &RunResult, json: bool) -> Result<()> {
         writeln!(err)?;
     }
     writeln!(err, "── {} · {}", result.language, result.summary())?;
+    for (n, image) in result.images.iter().enumerate() {
+        writeln!(err, "   {}", crate::safe_text::visible(&image.line(n + 1)))?;
+    }
+    if !result.images.is_empty() && !images_kept {
+        writeln!(
+            err,
+            "   (removed when this command ends; keep images with --images DIR)"
+        )?;
+    }
     for note in &result.notes {
         writeln!(err, "   {note}")?;
     }

@@ -39,8 +39,14 @@ fn plotting_kernels() -> (Kernels, tempfile::TempDir, PathBuf) {
 /// Width and height from a PNG's header.
 fn png_size(path: &Path) -> (u32, u32) {
     let bytes = std::fs::read(path).expect("read the image");
-    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{} is a PNG", path.display());
-    let n = |at: usize| u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    assert_eq!(
+        &bytes[..8],
+        b"\x89PNG\r\n\x1a\n",
+        "{} is a PNG",
+        path.display()
+    );
+    let n =
+        |at: usize| u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
     (n(16), n(20))
 }
 
@@ -59,7 +65,11 @@ async fn matplotlib_figures_are_kept_as_pngs_of_their_size() {
     .await;
     ok(&shown);
     // No display was needed, and nothing complains of a non-interactive backend.
-    assert!(!shown.output.contains("non-interactive"), "{}", shown.output);
+    assert!(
+        !shown.output.contains("non-interactive"),
+        "{}",
+        shown.output
+    );
     assert!(shown.output.contains("drawn"));
     assert_eq!(shown.images.len(), 1, "{shown:#?}");
     let image = &shown.images[0];
@@ -108,7 +118,13 @@ async fn matplotlib_figures_are_kept_as_pngs_of_their_size() {
         .iter()
         .map(|i| i.path.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, [format!("{}-1.png", two.block_id), format!("{}-2.png", two.block_id)]);
+    assert_eq!(
+        names,
+        [
+            format!("{}-1.png", two.block_id),
+            format!("{}-2.png", two.block_id)
+        ]
+    );
 }
 
 #[tokio::test]
@@ -167,7 +183,10 @@ async fn the_figure_directory_is_not_handed_to_what_a_block_starts() {
     assert!(python.output.contains("var: None"), "{}", python.output);
     // A plain block makes no images and costs no note.
     let (shell, _) = run(&kernels, Language::Shell, "echo plain").await;
-    assert!(shell.images.is_empty() && shell.notes.is_empty(), "{shell:#?}");
+    assert!(
+        shell.images.is_empty() && shell.notes.is_empty(),
+        "{shell:#?}"
+    );
 }
 
 #[tokio::test]
@@ -224,7 +243,11 @@ async fn a_session_keeps_its_images_until_it_is_deleted() {
     let images = &session.blocks[0].images;
     assert_eq!(images.len(), 1, "{:#?}", session.blocks[0]);
     let kept = &images[0].path;
-    assert!(kept.starts_with(data.path().join("images").join(&id)), "{}", kept.display());
+    assert!(
+        kept.starts_with(data.path().join("images").join(&id)),
+        "{}",
+        kept.display()
+    );
     assert_eq!(png_size(kept), (300, 200));
     // The model heard of it in the result.
     let chats = server.chats();
@@ -249,4 +272,44 @@ async fn a_session_keeps_its_images_until_it_is_deleted() {
     assert!(deleted.status.success(), "{deleted:?}");
     assert!(!kept.exists());
     assert!(!data.path().join("images").join(&id).exists());
+}
+
+/// `oi-tui run` lists the images a block made, and keeps them where `--images` says.
+#[tokio::test]
+async fn oi_tui_run_lists_images_and_keeps_them_with_images_dir() {
+    let work = tempfile::tempdir().unwrap();
+    let keep = work.path().join("kept");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+        .args(["run", "python", "-c"])
+        .arg("from PIL import Image\nImage.new('RGB', (9, 4)).show()")
+        .arg("--cwd")
+        .arg(work.path())
+        .arg("--images")
+        .arg(&keep)
+        .env("PATH", venv_path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let kept = keep.canonicalize().unwrap().join("1-1.png");
+    assert!(err.contains("image 1: figure, 9×4 PNG"), "{err}");
+    assert!(err.contains(&kept.display().to_string()), "{err}");
+    assert_eq!(png_size(&kept), (9, 4));
+    assert!(!err.contains("removed when"), "{err}");
+
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+        .args(["run", "python", "-c"])
+        .arg("from PIL import Image\nImage.new('RGB', (9, 4)).show()")
+        .arg("--cwd")
+        .arg(work.path())
+        .env("PATH", venv_path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("image 1: figure, 9×4 PNG"), "{err}");
+    assert!(err.contains("keep images with --images DIR"), "{err}");
 }

@@ -41,7 +41,29 @@ pub struct ExecuteOutput {
     pub lines_cut: Option<u64>,
     /// Sentences about what happened beyond the exit status.
     pub notes: Vec<String>,
+    /// The images the code made (figures it showed, image files it wrote), as kept on the
+    /// server's machine; raster images also come as image content of the result.
+    pub images: Vec<ImageOutput>,
 }
+
+/// One image the code made.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct ImageOutput {
+    /// Where the copy kept with the session is.
+    pub path: String,
+    /// `png`, `jpeg`, `gif`, `webp` or `svg`.
+    pub format: String,
+    pub bytes: u64,
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+    /// `figure` for a figure the code showed, else the path of the file it wrote.
+    pub origin: String,
+}
+
+/// Images sent as content, at most, and the largest one sent.
+const MAX_IMAGE_CONTENT: usize = 4;
+const MAX_IMAGE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The name of a run status in `ExecuteOutput::status`.
 pub fn status_name(status: RunStatus) -> &'static str {
@@ -87,6 +109,7 @@ pub fn output(outcome: &CallOutcome) -> ExecuteOutput {
             reason: Some(reason.clone()),
             lines_cut: None,
             notes: Vec::new(),
+            images: Vec::new(),
         },
     }
 }
@@ -105,6 +128,18 @@ fn ran(result: &RunResult, code: &str, edited: bool) -> ExecuteOutput {
         reason: None,
         lines_cut: result.cut.map(|c| c.lines),
         notes: result.notes.clone(),
+        images: result
+            .images
+            .iter()
+            .map(|image| ImageOutput {
+                path: image.path.display().to_string(),
+                format: format!("{:?}", image.format).to_lowercase(),
+                bytes: image.bytes,
+                width: image.width,
+                height: image.height,
+                origin: image.origin(),
+            })
+            .collect(),
     }
 }
 
@@ -143,11 +178,31 @@ pub fn text(outcome: &CallOutcome) -> String {
     }
 }
 
+/// The raster images of a result as image content (base64), the first few and not the
+/// largest: each is listed in the text and the structured content either way.
+fn image_content(result: &RunResult) -> Vec<ContentBlock> {
+    use base64::Engine as _;
+    result
+        .images
+        .iter()
+        .filter(|image| image.format.is_raster() && image.bytes <= MAX_IMAGE_BYTES)
+        .take(MAX_IMAGE_CONTENT)
+        .filter_map(|image| {
+            let bytes = std::fs::read(&image.path).ok()?;
+            let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+            Some(ContentBlock::image(data, image.format.mime()))
+        })
+        .collect()
+}
+
 /// The MCP result of an outcome: text and structured content; an error when it did not run.
 pub fn call_result(outcome: &CallOutcome) -> CallToolResult {
     let structured = serde_json::to_value(output(outcome)).unwrap_or_default();
     let mut result = CallToolResult::structured(structured);
     result.content = vec![ContentBlock::text(text(outcome))];
+    if let CallOutcome::Ran { result: ran, .. } = outcome {
+        result.content.extend(image_content(ran));
+    }
     result.is_error = Some(matches!(outcome, CallOutcome::NotRun { .. }));
     result
 }
@@ -224,6 +279,61 @@ mod tests {
         assert!(t.contains("state"), "{t}");
         // A failing program is a result, not a tool error.
         assert_eq!(call_result(&outcome).is_error, Some(false));
+    }
+
+    #[test]
+    fn images_come_as_content_and_in_the_structured_result() {
+        use crate::protocol::{Image, ImageFormat, ImageSource};
+        let dir = tempfile::tempdir().unwrap();
+        let png = dir.path().join("1-1.png");
+        std::fs::write(&png, b"\x89PNG\r\n\x1a\nrest").unwrap();
+        let svg = dir.path().join("1-2.svg");
+        std::fs::write(&svg, "<svg/>").unwrap();
+        let mut res = result(RunStatus::Success, "");
+        res.images = vec![
+            Image {
+                path: png.clone(),
+                format: ImageFormat::Png,
+                bytes: 12,
+                width: Some(4),
+                height: Some(3),
+                source: ImageSource::Figure,
+            },
+            Image {
+                path: svg,
+                format: ImageFormat::Svg,
+                bytes: 6,
+                width: None,
+                height: None,
+                source: ImageSource::File {
+                    path: "/work/plot.svg".into(),
+                },
+            },
+        ];
+        let outcome = CallOutcome::Ran {
+            result: Box::new(res),
+            code: "plot()".into(),
+            edited: false,
+        };
+        let r = call_result(&outcome);
+        // The text, then the PNG; an SVG is listed only.
+        assert_eq!(r.content.len(), 2, "{:?}", r.content);
+        let image = r.content[1].as_image().unwrap();
+        assert_eq!(image.mime_type, "image/png");
+        use base64::Engine as _;
+        assert_eq!(
+            base64::engine::general_purpose::STANDARD
+                .decode(&image.data)
+                .unwrap(),
+            std::fs::read(&png).unwrap()
+        );
+        let s = r.structured_content.clone().unwrap_or_default();
+        assert_eq!(s["images"][0]["width"], 4);
+        assert_eq!(s["images"][0]["origin"], "figure");
+        assert_eq!(s["images"][1]["format"], "svg");
+        assert_eq!(s["images"][1]["origin"], "/work/plot.svg");
+        let text = r.content[0].as_text().unwrap().text.clone();
+        assert!(text.contains("image 2: /work/plot.svg, SVG"), "{text}");
     }
 
     #[test]
