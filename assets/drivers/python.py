@@ -112,6 +112,7 @@ class Figures:
         self.directory = directory
         self.count = 0
         if directory:
+            writable_matplotlib_config()
             sys.meta_path.insert(0, AfterImport({
                 "matplotlib": self.use_backend,
                 "PIL.ImageShow": self.register_viewer,
@@ -167,6 +168,31 @@ class Figures:
             self.save_open_figures()
         except Exception:
             pass
+
+
+def writable_matplotlib_config():
+    """Under a sandbox the home directory is read-only: matplotlib would warn at every
+    import and build its font cache again each time. It gets a private directory in the
+    temp dir instead, kept between kernels (only when its own is not writable)."""
+    if "MPLCONFIGDIR" in os.environ:
+        return
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    own = os.path.join(base, "matplotlib")
+    probe = own
+    while not os.path.exists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    if os.access(probe, os.W_OK):
+        return
+    spare = os.path.join(os.environ.get("TMPDIR") or "/tmp", "oi-tui-matplotlib-%d" % os.getuid())
+    try:
+        os.makedirs(spare, mode=0o700, exist_ok=True)
+        info = os.lstat(spare)
+        # Not a link, and the user's own: another user cannot plant it.
+        if os.path.islink(spare) or info.st_uid != os.getuid():
+            return
+        os.environ["MPLCONFIGDIR"] = spare
+    except OSError:
+        pass
 
 
 class AfterImport:
