@@ -16,20 +16,6 @@ pub(crate) const FIGURES_VAR: &str = "OI_TUI_IMAGES";
 const MAX_IMAGES: usize = 20;
 /// An image file larger than this is not kept (a note says so).
 const MAX_BYTES: u64 = 50 * 1024 * 1024;
-/// The working directory is looked through this deep, and no further than this many
-/// entries (a block run in a home directory must not cost seconds).
-const SCAN_DEPTH: usize = 4;
-const SCAN_ENTRIES: usize = 10_000;
-/// Directories never looked into: tools' caches and dependencies, not what a block drew.
-const SKIPPED_DIRS: [&str; 6] = [
-    "node_modules",
-    "target",
-    "__pycache__",
-    "venv",
-    "site-packages",
-    "dist-packages",
-];
-
 /// What gathering found.
 #[derive(Debug, Default)]
 pub(crate) struct Gathered {
@@ -49,19 +35,24 @@ pub(crate) struct Sources<'a> {
     /// Directories that are oi-tui's own, never reported (the kernels' private directories,
     /// the session images).
     pub ignored: &'a [PathBuf],
-    /// Files modified at or after this time were written by the block.
+    /// Files modified at or after this time were written by the block (see
+    /// `workdir_scan`).
     pub since: SystemTime,
 }
 
 /// Gathers the block's images into `keep`, numbered from 1 as `BLOCK-N.EXT`.
-pub(crate) fn gather(sources: &Sources<'_>, keep: &Path, block: u64) -> Gathered {
+pub(crate) fn gather(
+    sources: &Sources<'_>,
+    scans: &mut super::workdir_scan::Scans,
+    keep: &Path,
+    block: u64,
+) -> Gathered {
     let mut gathered = Gathered::default();
     let mut found: Vec<(PathBuf, ImageSource)> = figures(sources.figures)
         .into_iter()
         .map(|p| (p, ImageSource::Figure))
         .collect();
     let mut seen = HashSet::new();
-    let mut entries = 0;
     for root in sources.roots {
         let Ok(root) = root.canonicalize() else {
             continue;
@@ -69,16 +60,14 @@ pub(crate) fn gather(sources: &Sources<'_>, keep: &Path, block: u64) -> Gathered
         if !seen.insert(root.clone()) {
             continue;
         }
-        let mut written = Vec::new();
-        walk(&root, 0, sources, &mut entries, &mut written);
-        written.sort();
+        let (written, cut) = scans.written_since(&root, sources.since, sources.ignored);
+        gathered.scan_cut |= cut;
         for path in written {
             if !found.iter().any(|(_, s)| s == &file_source(&path)) {
                 found.push((path.clone(), file_source(&path)));
             }
         }
     }
-    gathered.scan_cut = entries >= SCAN_ENTRIES;
     if found.is_empty() {
         return gathered;
     }
@@ -145,52 +134,6 @@ fn discard_figures(found: &[(PathBuf, ImageSource)]) {
     for (path, source) in found {
         if *source == ImageSource::Figure {
             let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
-/// Image files under `dir` modified since the block started.
-fn walk(
-    dir: &Path,
-    depth: usize,
-    sources: &Sources<'_>,
-    entries: &mut usize,
-    out: &mut Vec<PathBuf>,
-) {
-    if sources.ignored.iter().any(|i| dir.starts_with(i)) {
-        return;
-    }
-    let Ok(read) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in read.flatten() {
-        *entries += 1;
-        if *entries >= SCAN_ENTRIES {
-            return;
-        }
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        // Not followed through links: a link may lead anywhere, and loop.
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        let path = entry.path();
-        if kind.is_dir() {
-            if depth + 1 < SCAN_DEPTH
-                && !name.starts_with('.')
-                && !name.starts_with("oi-tui-")
-                && !SKIPPED_DIRS.contains(&name.as_ref())
-            {
-                walk(&path, depth + 1, sources, entries, out);
-            }
-        } else if kind.is_file()
-            && ImageFormat::from_path(&path).is_some()
-            && entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|m| m >= sources.since)
-        {
-            out.push(path);
         }
     }
 }

@@ -46,6 +46,8 @@ pub(crate) struct RunOptions {
 }
 
 pub(crate) struct Kernel {
+    /// When the running (or last) block was handed over, by the file system's clock.
+    handed_at: Option<std::time::SystemTime>,
     language: Language,
     process: PtyProcess,
     control_fifo: File,
@@ -145,6 +147,7 @@ impl Kernel {
         cmd.env(super::reaper::OWNER_VAR, std::process::id().to_string());
         let process = PtyProcess::spawn(cmd, size)?;
         Ok(Kernel {
+            handed_at: None,
             language,
             process,
             control_fifo,
@@ -159,6 +162,14 @@ impl Kernel {
 
     pub fn pid(&self) -> i32 {
         self.process.pid()
+    }
+
+    /// When the last block was handed over, by the clock the file system stamps files
+    /// with (coarser than `SystemTime::now()`: a file the block writes at once may carry
+    /// an earlier time than the system clock said at its start, never an earlier one than
+    /// this).
+    pub fn handed_at(&self) -> Option<std::time::SystemTime> {
+        self.handed_at
     }
 
     /// Where the driver saves the figures a block shows.
@@ -491,6 +502,7 @@ impl Kernel {
             .path()
             .join(format!("block-{block_id}.{}", self.language.extension()));
         write_private(&path, code.as_bytes())?;
+        self.handed_at = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
         let line = format!("{block_id} {} {}\n", self.nonce, path.display());
         self.control_fifo.write_all(line.as_bytes())?;
         Ok(path)

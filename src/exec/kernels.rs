@@ -139,6 +139,8 @@ pub struct Kernels {
     spare_images: Mutex<Option<tempfile::TempDir>>,
     /// The working directory was too big to look through whole for images (said once).
     scan_cut_said: std::sync::atomic::AtomicBool,
+    /// What is known of the directories blocks may write images in.
+    scans: Mutex<super::workdir_scan::Scans>,
 }
 
 impl Kernels {
@@ -155,6 +157,7 @@ impl Kernels {
             waiting: watch::channel(false).0,
             spare_images: Mutex::new(None),
             scan_cut_said: std::sync::atomic::AtomicBool::new(false),
+            scans: Mutex::new(Default::default()),
         }
     }
 
@@ -224,14 +227,13 @@ impl Kernels {
             stdin_eof: block.stdin_eof,
             timeout_is_default: block.timeout.is_none() && self.config.default_timeout.is_some(),
         };
-        let since = std::time::SystemTime::now();
         let mut result = kernel
             .run(id, &block.code, &opts, &interrupt, &self.waiting, sink)
             .await;
         if let Some(note) = restarted_note {
             result.notes.insert(0, note);
         }
-        self.gather_images(kernel, since, &mut result);
+        self.gather_images(kernel, &mut result);
         // A block that closed the interpreter's own standard streams (and a driver that
         // could not reopen them) leaves a kernel no later block could print from.
         let closed = kernel.closed_stdio();
@@ -248,7 +250,11 @@ impl Kernels {
     }
 
     /// Adds to the result the images the block made (see `images`).
-    fn gather_images(&self, kernel: &Kernel, since: std::time::SystemTime, result: &mut RunResult) {
+    fn gather_images(&self, kernel: &Kernel, result: &mut RunResult) {
+        // A block never handed over wrote nothing.
+        let Some(since) = kernel.handed_at() else {
+            return;
+        };
         let Some(keep) = self.image_dir() else {
             return;
         };
@@ -261,7 +267,10 @@ impl Kernels {
             ignored: &ignored,
             since,
         };
-        let gathered = super::images::gather(&sources, &keep, result.block_id);
+        let Ok(mut scans) = self.scans.lock() else {
+            return;
+        };
+        let gathered = super::images::gather(&sources, &mut scans, &keep, result.block_id);
         result.images = gathered.images;
         result.notes.extend(gathered.notes);
         if gathered.scan_cut && !self.scan_cut_said.swap(true, Ordering::Relaxed) {

@@ -22,6 +22,7 @@ mod result;
 mod tempdirs;
 mod text;
 mod waiting;
+mod workdir_scan;
 
 pub use kernels::{Block, KernelConfig, Kernels};
 pub use language::Language;

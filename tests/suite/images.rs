@@ -313,3 +313,30 @@ async fn oi_tui_run_lists_images_and_keeps_them_with_images_dir() {
     assert!(err.contains("image 1: figure, 9×4 PNG"), "{err}");
     assert!(err.contains("keep images with --images DIR"), "{err}");
 }
+
+/// A block that copies an image at once (in less than the file system's clock tick) still
+/// shows it; the next block, which touches nothing, shows nothing again.
+#[tokio::test]
+async fn a_quick_block_shows_what_it_wrote_and_nothing_older() {
+    let (kernels, dir, _keep) = plotting_kernels();
+    let (made, _) = run(
+        &kernels,
+        Language::Python,
+        "from PIL import Image\nImage.new('L', (2, 2)).save('a.png')",
+    )
+    .await;
+    assert_eq!(made.images.len(), 1, "{made:#?}");
+    run(&kernels, Language::Shell, "true").await;
+    for n in 0..15 {
+        let (copied, _) = run(&kernels, Language::Shell, &format!("cp a.png b{n}.png")).await;
+        let origins: Vec<String> = copied.images.iter().map(|i| i.origin()).collect();
+        let expected = dir.path().canonicalize().unwrap().join(format!("b{n}.png"));
+        assert_eq!(origins, [expected.display().to_string()], "copy {n}");
+        let (quiet, _) = run(&kernels, Language::Shell, "true").await;
+        assert!(
+            quiet.images.is_empty(),
+            "after copy {n}: {:#?}",
+            quiet.images
+        );
+    }
+}
