@@ -152,10 +152,38 @@ fn block_markdown(b: &StoredBlock) -> String {
         out.push_str(&fence("text", output.trim_end()));
         out.push_str("\n\n");
     }
+    for (n, image) in b.images.iter().enumerate() {
+        let alt = format!("image {}: {}, {}", n + 1, image.origin(), image.describe());
+        out.push_str(&format!(
+            "![{}]({})\n\n",
+            escape(&one_line(&alt)),
+            link_target(&image.path)
+        ));
+    }
     for note in b.notes.iter().filter(|n| !n.trim().is_empty()) {
         out.push_str(&format!("> {}\n\n", one_line(note)));
     }
     out
+}
+
+/// A path as a Markdown link target: in angle brackets, with what could end or break them
+/// (and spaces, for the previewers that want URLs) percent-encoded.
+fn link_target(path: &std::path::Path) -> String {
+    let mut target = String::from("<");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '<' | '>' | ' ' | '%' | '\\' => target.push_str(&format!("%{:02X}", c as u32)),
+            c if c.is_control() => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    target.push_str(&format!("%{b:02X}"));
+                }
+            }
+            c => target.push(c),
+        }
+    }
+    target.push('>');
+    target
 }
 
 /// `text` in italics, valid Markdown whatever it holds: trimmed (emphasis cannot open or
@@ -213,6 +241,14 @@ fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn image_links_cannot_be_broken_by_their_path() {
+        assert_eq!(
+            link_target(std::path::Path::new("/d/my <chart>\n1%.png")),
+            "</d/my%20%3Cchart%3E%0A1%25.png>"
+        );
+    }
 
     #[test]
     fn emphasis_is_trimmed_and_escaped() {

@@ -262,6 +262,21 @@ async fn a_session_keeps_its_images_until_it_is_deleted() {
         .unwrap();
     assert!(column.contains(&format!("\"images/{id}/")), "{column}");
 
+    // The transcript links the image, so that a Markdown previewer shows it.
+    let shown = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+        .args(["sessions", "show", &id])
+        .arg("--data-dir")
+        .arg(data.path())
+        .output()
+        .await
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("![image 1: figure, 300×200 PNG, ")
+            && shown.contains(&format!("](<{}>)", kept.display())),
+        "{shown}"
+    );
+
     let deleted = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
         .args(["sessions", "delete", &id])
         .arg("--data-dir")
