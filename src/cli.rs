@@ -226,6 +226,9 @@ pub enum Command {
     /// HTTP with --listen), under the same policy and sandbox; `mcp list` shows the MCP
     /// servers oi-tui itself uses.
     Mcp(crate::mcp::McpArgs),
+    /// Run a saved session's blocks again in fresh kernels (in the workbench, each proposed
+    /// in turn; with -y, headless) and report block by block where the output now differs.
+    Replay(crate::replay::ReplayArgs),
 }
 
 #[derive(Debug, Args)]

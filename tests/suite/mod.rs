@@ -16,6 +16,7 @@ mod mcp_server;
 mod mcp_workbench;
 mod model_server;
 mod policy;
+mod replay;
 mod safe_text;
 mod sandbox;
 mod secrets;
