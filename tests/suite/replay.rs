@@ -177,8 +177,9 @@ async fn replay_in_the_workbench_proposes_each_block() {
     std::fs::create_dir(&work).unwrap();
     let id = record(&server, home.path(), &work).await;
     std::fs::write(work.join("data.txt"), "banana\n").unwrap();
+    // `\$?`: the shell tmux starts must leave `$?` to bash, which runs oi-tui.
     let command = format!(
-        "cd '{home}' && env XDG_CONFIG_HOME='{home}/xdg' '{bin}' replay {id} --config '{home}/config.toml' --data-dir '{home}/data'; echo EXIT=$?; sleep 60",
+        "cd '{home}' && env XDG_CONFIG_HOME='{home}/xdg' '{bin}' replay {id} --config '{home}/config.toml' --data-dir '{home}/data'; echo EXIT=\\$?; sleep 60",
         home = home.path().display(),
         bin = env!("CARGO_BIN_EXE_oi-tui"),
     );
