@@ -37,9 +37,13 @@ pub enum Difference {
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
     Same,
-    Differs { differences: Vec<Difference> },
+    Differs {
+        differences: Vec<Difference>,
+    },
     /// It did not run this time (skipped, denied, declined...), and why.
-    NotRun { reason: String },
+    NotRun {
+        reason: String,
+    },
 }
 
 impl Verdict {

@@ -81,7 +81,12 @@ async fn replay_reports_changed_output_block_by_block() {
     // Unchanged: every block the same, status 0.
     let out = replay(home.path(), &elsewhere, &[&id, "-y"]).await;
     let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
     assert!(
         stdout.contains("3 blocks replayed: 3 same, 0 differ, 0 not run"),
         "{stdout}"
@@ -96,13 +101,21 @@ async fn replay_reports_changed_output_block_by_block() {
     let store = Store::open(&home.path().join("data")).unwrap();
     let last = store.resolve("last").unwrap();
     assert_ne!(last, id);
-    assert_eq!(store.session(&last).unwrap().title, "replay of read the data");
+    assert_eq!(
+        store.session(&last).unwrap().title,
+        "replay of read the data"
+    );
 
     // The file changed: the two blocks that read it differ, with the diff lines.
     std::fs::write(work.join("data.txt"), "banana\n").unwrap();
     let out = replay(home.path(), &elsewhere, &[&id, "-y"]).await;
     let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
     assert!(stdout.contains("block 1 · python"), "{stdout}");
     assert!(stdout.contains("    -apple\n"), "{stdout}");
     assert!(stdout.contains("    +banana\n"), "{stdout}");
