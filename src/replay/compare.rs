@@ -307,4 +307,102 @@ mod tests {
         assert_eq!(images_words(&[]), "none");
         assert_eq!(images_words(&[image]), "1 image: 640×480 PNG");
     }
+
+    fn stored(tail: &str, exit: i64, images: Vec<Image>) -> StoredBlock {
+        StoredBlock {
+            block_id: 1,
+            language: "python".into(),
+            proposed_code: "print(1)".into(),
+            edited_code: None,
+            decision: "run".into(),
+            status: Some(if exit == 0 { "ran" } else { "failed" }.into()),
+            exit_code: Some(exit),
+            signal: None,
+            duration_ms: Some(10),
+            output: None,
+            created_at: 0,
+            skip_reason: None,
+            tail: Some(tail.into()),
+            notes: Vec::new(),
+            state_lost: false,
+            after_message: None,
+            dropped: false,
+            interrupted: false,
+            caller: None,
+            images,
+        }
+    }
+
+    fn result(output: &str, exit: i32, images: Vec<Image>) -> RunResult {
+        RunResult {
+            block_id: 7,
+            language: crate::protocol::Language::Python,
+            status: if exit == 0 {
+                crate::protocol::RunStatus::Success
+            } else {
+                crate::protocol::RunStatus::Failed
+            },
+            exit_code: Some(exit),
+            signal: None,
+            duration: std::time::Duration::from_millis(20),
+            output: output.into(),
+            cut: None,
+            output_bytes: output.len() as u64,
+            state_lost: false,
+            notes: Vec::new(),
+            file: None,
+            images,
+        }
+    }
+
+    fn png(width: u32) -> Image {
+        Image {
+            path: "a.png".into(),
+            format: crate::protocol::ImageFormat::Png,
+            bytes: 10,
+            width: Some(width),
+            height: Some(480),
+            source: crate::protocol::ImageSource::Figure,
+        }
+    }
+
+    #[test]
+    fn verdicts_name_each_difference() {
+        // Durations and image sizes in bytes do not count.
+        assert_eq!(
+            compare(
+                &stored("1\n", 0, vec![png(640)]),
+                &result("1\n", 0, vec![png(640)])
+            ),
+            Verdict::Same
+        );
+        let verdict = compare(&stored("1\n", 0, vec![png(640)]), &result("2\n", 1, vec![]));
+        assert_eq!(
+            verdict.words(),
+            "status differs, output differs, images differ"
+        );
+        let Verdict::Differs { differences } = verdict else {
+            panic!("differs");
+        };
+        assert_eq!(
+            differences[0],
+            Difference::Status {
+                was: "ran · exit 0".into(),
+                now: "failed · exit 1".into()
+            }
+        );
+        assert_eq!(
+            differences[2],
+            Difference::Images {
+                was: "1 image: 640×480 PNG".into(),
+                now: "none".into()
+            }
+        );
+        // Same count, other pixel dimensions.
+        let verdict = compare(
+            &stored("", 0, vec![png(640)]),
+            &result("", 0, vec![png(800)]),
+        );
+        assert_eq!(verdict.words(), "images differ");
+    }
 }

@@ -266,3 +266,60 @@ pub fn title_session(
     store.rename(&id, &title).ok()?;
     Some(id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(id: i64, language: &str, decision: &str, dropped: bool) -> StoredBlock {
+        StoredBlock {
+            block_id: id,
+            language: language.into(),
+            proposed_code: format!("echo {id}"),
+            edited_code: None,
+            decision: decision.into(),
+            status: None,
+            exit_code: None,
+            signal: None,
+            duration_ms: None,
+            output: None,
+            created_at: 0,
+            skip_reason: None,
+            tail: None,
+            notes: Vec::new(),
+            state_lost: false,
+            after_message: None,
+            dropped,
+            interrupted: false,
+            caller: None,
+            images: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn what_ran_is_replayed_and_the_rest_said() {
+        let blocks = [
+            block(1, "python", "run", false),
+            block(2, "shell", "user", false),
+            block(3, "shell", "edited", false),
+            block(4, "shell", "skipped", false),
+            block(5, "python", "run", true),
+            block(6, "mcp:files/read", "run", false),
+            block(7, "shell", "proposed", false),
+        ];
+        let (chosen, left_out) = select(&blocks);
+        let ids: Vec<i64> = chosen.iter().map(|b| b.block_id).collect();
+        assert_eq!(ids, [1, 2, 3]);
+        let out: Vec<i64> = left_out.iter().map(|(id, _)| *id).collect();
+        assert_eq!(out, [4, 5, 6, 7]);
+        assert!(left_out[1].1.contains("/undo"), "{left_out:?}");
+        assert!(left_out[2].1.contains("tool call"), "{left_out:?}");
+    }
+
+    #[test]
+    fn edited_blocks_replay_the_edited_code() {
+        let mut b = block(1, "shell", "edited", false);
+        b.edited_code = Some("echo edited".into());
+        assert_eq!(ran_code(&b), "echo edited");
+    }
+}
