@@ -12,7 +12,7 @@ use super::Plan;
 use super::compare::{Verdict, compare};
 
 /// The name replayed blocks carry as their caller (shown with the block).
-pub const CALLER: &str = "replay";
+pub const CALLER: &str = crate::protocol::REPLAY_CALLER;
 
 /// What became of one recorded block this time.
 #[derive(Debug, Clone)]
