@@ -231,7 +231,10 @@ impl Report {
             }
         }
         for (id, why) in &self.left_out {
-            out.push_str(&format!("block {id}: left out ({why})\n"));
+            out.push_str(&format!(
+                "block {id}: left out ({})\n",
+                clip(&visible_line(why))
+            ));
         }
         if self.stopped {
             out.push_str("The replay was stopped.\n");
@@ -305,6 +308,16 @@ pub fn outcome_json(o: &Outcome) -> serde_json::Value {
         );
     }
     value
+}
+
+/// A reason cut to about one line of a terminal.
+fn clip(text: &str) -> String {
+    const MAX: usize = 100;
+    if text.chars().count() <= MAX {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(MAX - 1).collect::<String>())
+    }
 }
 
 fn first_line(code: &str) -> &str {
