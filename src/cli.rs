@@ -226,6 +226,10 @@ pub enum Command {
     /// HTTP with --listen), under the same policy and sandbox; `mcp list` shows the MCP
     /// servers oi-tui itself uses.
     Mcp(crate::mcp::McpArgs),
+    /// Run a saved session's blocks again in fresh kernels, in the directory it ran in (or
+    /// --cwd DIR), in the workbench with each proposed in turn or headless with -y, and
+    /// report block by block where the output now differs (exit status 1 when any does).
+    Replay(crate::replay::ReplayArgs),
 }
 
 #[derive(Debug, Args)]

@@ -15,6 +15,7 @@ pub mod models;
 pub mod policy;
 pub mod project_rules;
 pub mod protocol;
+pub mod replay;
 pub mod rules_file;
 pub mod run;
 pub mod safe_text;

@@ -92,6 +92,7 @@ fn main() {
                     }
                 }
             }
+            Some(Command::Replay(args)) => oi_tui::replay::run(args, &cli.options).await,
             None => model_loop(cli.options).await,
         }
     });
@@ -141,6 +142,7 @@ async fn model_loop(options: Options) -> i32 {
                 resume: options.resume.as_deref(),
                 browse: options.sessions,
                 mcp_listen: mcp_listen.as_deref(),
+                replay: None,
             },
         )
         .await;

@@ -131,10 +131,23 @@ impl Engine {
             .await;
         self.call = None;
         self.call_cancelled = false;
+        // The replay of a saved session (`oi-tui replay`) takes this road too.
+        let (who, road) = if caller == crate::protocol::REPLAY_CALLER {
+            ("oi-tui's replay of a saved session".to_string(), "")
+        } else {
+            (
+                format!("Another agent ({caller})"),
+                " through oi-tui's MCP server",
+            )
+        };
         self.context.push(format!(
-            "Another agent ({caller}) ran this {} block through oi-tui's MCP server{}:\n{}Its output:\n{}",
+            "{who} ran this {} block{road}{}:\n{}Its output:\n{}",
             language.name(),
-            if edited { ", as the user edited it" } else { "" },
+            if edited {
+                ", as the user edited it"
+            } else {
+                ""
+            },
             super::turn::fenced(language.name(), &code),
             result.for_model()
         ));

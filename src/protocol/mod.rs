@@ -138,6 +138,9 @@ pub struct Caller {
     pub call: CallId,
 }
 
+/// The caller's name of the blocks `oi-tui replay` runs again.
+pub const REPLAY_CALLER: &str = "replay";
+
 /// A tool of one of the user's MCP servers (`[mcp_servers.NAME]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolRef {

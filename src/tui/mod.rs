@@ -22,6 +22,7 @@ pub mod keys;
 pub mod markdown;
 mod md_layout;
 mod offers;
+mod replay;
 pub mod stream;
 pub mod terminal;
 pub mod theme;
@@ -69,6 +70,8 @@ pub struct Start<'a> {
     pub browse: bool,
     /// Serving MCP at this address while open (`--mcp-listen`).
     pub mcp_listen: Option<&'a str>,
+    /// Replaying a saved session's blocks (`oi-tui replay ID`).
+    pub replay: Option<&'a crate::replay::Replay>,
 }
 
 /// Opens the workbench; returns the exit status.
@@ -78,6 +81,7 @@ pub async fn run(settings: Settings, start: Start<'_>) -> i32 {
         resume,
         browse,
         mcp_listen,
+        replay: replaying,
     } = start;
     let theme = match Theme::load(&settings.theme, Depth::detect()) {
         Ok(theme) => theme,
@@ -87,7 +91,11 @@ pub async fn run(settings: Settings, start: Start<'_>) -> i32 {
         }
     };
     highlight::preload();
-    let (config, setup) = match engine_config(&settings, demo_mode).await {
+    let configured = match replaying {
+        Some(_) => crate::replay::engine_config(&settings, false, true).map(|c| (c, None)),
+        None => engine_config(&settings, demo_mode).await,
+    };
+    let (config, setup) = match configured {
         Ok(pair) => pair,
         Err(message) => {
             eprintln!("oi-tui: {message}");
@@ -104,6 +112,10 @@ pub async fn run(settings: Settings, start: Start<'_>) -> i32 {
             eprintln!("oi-tui: {message}");
             return 1;
         }
+    };
+    let handle = match replaying {
+        Some(r) => replay::attach(handle, r, recorder.clone(), settings.data_dir.clone()),
+        None => handle,
     };
     // Other agents' blocks come in through the same engine, and wait for the person.
     let serving = match mcp_listen {
@@ -130,6 +142,9 @@ pub async fn run(settings: Settings, start: Start<'_>) -> i32 {
     app.keymap = keymap;
     app.setup = setup;
     app.open_browser_at_start = browse;
+    if replaying.is_some() {
+        app.setup = None;
+    }
     let sandbox = settings.sandbox();
     app.sandbox = Some(sandbox.status());
     if let Some(why) = sandbox.warning.or(sandbox.refusal) {

@@ -17,6 +17,7 @@ mod mcp_server;
 mod mcp_workbench;
 mod model_server;
 mod policy;
+mod replay;
 mod safe_text;
 mod sandbox;
 mod secrets;
