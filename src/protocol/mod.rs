@@ -141,6 +141,16 @@ pub struct Caller {
 /// The caller's name of the blocks `oi-tui replay` runs again.
 pub const REPLAY_CALLER: &str = "replay";
 
+/// Where a caller's block comes from, in words: `from replay`, `from claude-code over MCP`.
+/// The name is shown as it is (escapes made visible by the faces).
+pub fn caller_origin(name: &str) -> String {
+    if name == REPLAY_CALLER {
+        "from replay".to_string()
+    } else {
+        format!("from {name} over MCP")
+    }
+}
+
 /// A tool of one of the user's MCP servers (`[mcp_servers.NAME]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolRef {

@@ -136,9 +136,9 @@ fn block_markdown(b: &StoredBlock) -> String {
     let mut line = format!("block {} · {}", b.block_id, decision_words(b));
     if let Some(caller) = &b.caller {
         line = format!(
-            "block {} · from {} over MCP · {}",
+            "block {} · {} · {}",
             b.block_id,
-            one_line(caller),
+            crate::protocol::caller_origin(&one_line(caller)),
             decision_words(b)
         );
     }

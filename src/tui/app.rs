@@ -855,8 +855,7 @@ pub(super) fn tail_lines(text: &str, n: usize) -> String {
 /// that sent it (`from claude-code over MCP`).
 pub(super) fn position(block: &ProposedBlock, index: usize, of: usize) -> String {
     match &block.caller {
-        Some(caller) if caller.name == crate::protocol::REPLAY_CALLER => "from replay".to_string(),
-        Some(caller) => format!("from {} over MCP", crate::safe_text::visible(&caller.name)),
+        Some(caller) => crate::protocol::caller_origin(&crate::safe_text::visible(&caller.name)),
         None => format!("block {index} of {of}"),
     }
 }

@@ -31,7 +31,8 @@ async fn a_session_in_the_workbench() {
     let tmux = Tmux::start(
         &format!(
             "bash --noprofile --norc -c \"{}\"",
-            command.replace('"', "\\\"")
+            // Quoted for the shell tmux starts, so that `$?` reaches bash.
+            command.replace('"', "\\\"").replace('$', "\\$")
         ),
         120,
         40,
@@ -42,9 +43,9 @@ async fn a_session_in_the_workbench() {
     tmux.send(&["Enter"]);
 
     // The proposed block, with its line numbers, waits for a decision.
-    let screen = tmux.wait_for("awaiting your decision").await;
+    tmux.wait_for("awaiting your decision").await;
+    let screen = tmux.wait_for("y run · e edit · n skip").await;
     assert!(screen.contains("2 for i in range(8):"), "{screen}");
-    assert!(screen.contains("y run · e edit · n skip"), "{screen}");
     tmux.send(&["y"]);
 
     // Output arrives live: the first lines before the block ends.

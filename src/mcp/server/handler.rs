@@ -270,13 +270,27 @@ impl Handler {
     }
 }
 
-/// The client's name, as it gave it.
+/// The client's name, as it gave it: shown safely, at most 64 characters, and never the
+/// name oi-tui's own replay goes by (a client cannot pass its blocks off as a replay).
 pub fn caller(context: &RequestContext<RoleServer>) -> String {
-    context
-        .client_info()
-        .map(|i| crate::safe_text::visible_line(i.name.trim()))
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "an MCP client".to_string())
+    let info = context.client_info();
+    caller_name(info.as_ref().map(|i| i.name.as_str()))
+}
+
+fn caller_name(declared: Option<&str>) -> String {
+    const MAX: usize = 64;
+    let name = crate::safe_text::visible_line(declared.unwrap_or_default().trim());
+    let name = match name.char_indices().nth(MAX) {
+        Some((at, _)) => format!("{}…", &name[..at]),
+        None => name,
+    };
+    if name.is_empty() {
+        "an MCP client".to_string()
+    } else if name.eq_ignore_ascii_case(crate::protocol::REPLAY_CALLER) {
+        format!("{name} (an MCP client)")
+    } else {
+        name
+    }
 }
 
 fn can_elicit(context: &RequestContext<RoleServer>) -> bool {
@@ -374,5 +388,22 @@ impl ServerHandler for Handler {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.tasks.cancel_task(&request.task_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::caller_name;
+
+    #[test]
+    fn caller_names_are_bounded_visible_and_never_the_replay() {
+        assert_eq!(caller_name(Some("  claude-code ")), "claude-code");
+        assert_eq!(caller_name(None), "an MCP client");
+        assert_eq!(caller_name(Some("   ")), "an MCP client");
+        assert_eq!(caller_name(Some("Replay")), "Replay (an MCP client)");
+        let long = caller_name(Some(&"x".repeat(500)));
+        assert_eq!(long.chars().count(), 65, "{long}");
+        assert!(long.ends_with('…'));
+        assert!(!caller_name(Some("a\u{1b}[2Jb")).contains('\u{1b}'));
     }
 }
