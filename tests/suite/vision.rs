@@ -313,7 +313,7 @@ async fn vision_off_sends_none_and_on_sends_to_an_unknown_model() {
         assert!(
             chats[1]
                 .all_text()
-                .contains("image 1: small.png, 64×48 PNG")
+                .contains("small.png, 64×48 PNG")
         );
     }
 }
