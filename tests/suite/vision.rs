@@ -310,10 +310,86 @@ async fn vision_off_sends_none_and_on_sends_to_an_unknown_model() {
             assert_eq!((sent[0].2, sent[0].3), (64, 48));
         }
         // Whatever is sent, the result's text lists the image.
-        assert!(
-            chats[1]
-                .all_text()
-                .contains("small.png, 64×48 PNG")
-        );
+        assert!(chats[1].all_text().contains("small.png, 64×48 PNG"));
     }
+}
+
+/// `oi-tui --task … --vision VALUE` in `dir`, its kernels finding the venv's Python first.
+async fn headless(
+    dir: &std::path::Path,
+    server: &ModelServer,
+    vision: &str,
+) -> std::process::Output {
+    let venv_bin = super::support::mcp_python()
+        .parent()
+        .expect("the venv's bin")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        venv_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"));
+    cmd.args([
+        "--task",
+        "make the chart",
+        "-y",
+        "--model",
+        "openai/scripted",
+    ])
+    .args(["--api-base", &server.base("openai"), "--vision", vision])
+    .arg("--data-dir")
+    .arg(dir.join("data"))
+    .current_dir(dir)
+    .env("PATH", path)
+    .env("XDG_CONFIG_HOME", dir.join("config"))
+    .env("XDG_DATA_HOME", dir.join("share"))
+    .env_remove("OPENAI_API_KEY")
+    .env_remove("OI_TUI_MODEL")
+    .env_remove("OI_TUI_API_BASE")
+    .stdin(std::process::Stdio::null())
+    .kill_on_drop(true);
+    tokio::time::timeout(Duration::from_secs(120), cmd.output())
+        .await
+        .expect("oi-tui finished in time")
+        .expect("oi-tui ran")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vision_flag_reaches_the_engine_and_a_refusal_is_said_headless() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        Reply::tool("python", SMALL),
+        Reply::text("Seen."),
+        Reply::tool("python", SMALL),
+        Reply::text("Not seen."),
+    ])
+    .await;
+    let out = headless(dir.path(), &server, "on").await;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        decoded(&server.chats()[1]).len(),
+        1,
+        "on: sent to an unknown name"
+    );
+
+    server.refuse_images(
+        415,
+        r#"{"error":{"message":"unsupported content type: image_url"}}"#,
+    );
+    let out = headless(dir.path(), &server, "on").await;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Not seen."));
+    assert!(stderr.contains("did not take the images"), "{stderr}");
+    assert!(stderr.contains("not remembered"), "{stderr}");
+    let chats = server.chats();
+    assert_eq!(chats.len(), 5);
+    assert_eq!(decoded(&chats[3]).len(), 1);
+    assert!(decoded(&chats[4]).is_empty());
+
+    let out = headless(dir.path(), &server, "maybe").await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("give auto, on or off"));
 }
