@@ -21,6 +21,9 @@ use super::turn::Outcome;
 /// The most images one request carries.
 pub const MAX_IMAGES: usize = 4;
 
+/// The images of the blocks of one result message, block by block.
+type BlockImages = Vec<(BlockId, Vec<Image>)>;
+
 /// What the engine keeps about images for the model.
 #[derive(Default)]
 pub(super) struct Vision {
@@ -33,7 +36,7 @@ pub(super) struct Vision {
     /// The images of the latest results recorded, by tool call.
     calls: Vec<(String, BlockId, Vec<Image>)>,
     /// The images of the latest fenced-block results: the history index of their message.
-    fenced: Option<(usize, Vec<(BlockId, Vec<Image>)>)>,
+    fenced: Option<(usize, BlockImages)>,
     cache: ImageCache,
 }
 
@@ -124,7 +127,7 @@ impl Engine {
             .iter()
             .rposition(|m| m.role == Role::Assistant)
             .map_or(0, |i| i + 1);
-        let mut wanted: Vec<(usize, Vec<(BlockId, Vec<Image>)>)> = Vec::new();
+        let mut wanted: Vec<(usize, BlockImages)> = Vec::new();
         for (call, block, images) in &self.vision.calls {
             if let Some(i) = messages[after..]
                 .iter()

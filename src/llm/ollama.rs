@@ -26,7 +26,7 @@ pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
                 Some(images) => {
                     let mut content = m.content.clone();
                     if let Some(notes) = images.notes_text() {
-                        content.push_str("\n");
+                        content.push('\n');
                         content.push_str(&notes);
                     }
                     json!({"role": "user", "content": content, "images": data(images)})
