@@ -88,7 +88,7 @@ impl Engine {
             });
         }
         let images = self.result_images(&messages);
-        let used = history::tokens(&messages);
+        let used = history::tokens(&messages) + super::vision::image_tokens(&images);
         if used > budget && messages.len() > 1 {
             // The newest exchange alone (a block's results with the call) is too large.
             self.emit(Event::Notice {

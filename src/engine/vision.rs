@@ -49,6 +49,16 @@ impl Vision {
     }
 }
 
+/// A rough token count of the images of a request (about one token per 750 pixels, as
+/// Anthropic counts them), for the window's reckoning.
+pub(super) fn image_tokens(images: &[ResultImages]) -> usize {
+    images
+        .iter()
+        .flat_map(|r| &r.parts)
+        .map(|p| (p.width as usize * p.height as usize).div_ceil(750))
+        .sum()
+}
+
 impl Engine {
     /// The model, as its memory knows it.
     fn vision_key(&self) -> Option<String> {

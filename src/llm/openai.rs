@@ -331,6 +331,76 @@ mod tests {
     }
 
     #[test]
+    fn tool_result_images_follow_the_rounds_tool_messages_in_one_user_message() {
+        use super::super::vision::ResultImages;
+        use super::super::{Message, ToolCall};
+        let part = ImagePart {
+            media_type: "image/png",
+            data: "iVBORw0KGgo=".into(),
+            width: 4,
+            height: 3,
+        };
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "execute".into(),
+            arguments: "{}".into(),
+        };
+        let request = ChatRequest {
+            system: "sys".into(),
+            messages: vec![
+                Message::user("plot"),
+                Message::assistant("", vec![call("a"), call("b")]),
+                Message::tool_result("a", "one"),
+                Message::tool_result("b", "two"),
+            ],
+            tools: Vec::new(),
+            max_tokens: None,
+            temperature: None,
+            context_window: None,
+            images: vec![
+                ResultImages {
+                    message: 2,
+                    blocks: vec![1],
+                    parts: vec![part.clone()],
+                    notes: Vec::new(),
+                },
+                ResultImages {
+                    message: 3,
+                    blocks: vec![2],
+                    parts: vec![part],
+                    notes: vec!["Image 2 of block 2 is not attached: it is an SVG drawing.".into()],
+                },
+            ],
+        };
+        let body = body(&config(), &request);
+        let messages = body["messages"].as_array().unwrap();
+        let roles: Vec<&str> = messages
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "tool", "tool", "user"]
+        );
+        // Tool messages keep their text; the images come after them, each introduced.
+        assert_eq!(messages[3]["content"], "one");
+        let parts = messages[5]["content"].as_array().unwrap();
+        let kinds: Vec<&str> = parts.iter().map(|p| p["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["text", "image_url", "text", "image_url"]);
+        assert!(
+            parts[0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("block 1 (tool call a)")
+        );
+        assert!(parts[2]["text"].as_str().unwrap().contains("SVG"));
+        assert_eq!(
+            parts[1]["image_url"]["url"],
+            "data:image/png;base64,iVBORw0KGgo="
+        );
+    }
+
+    #[test]
     fn invalid_json_and_server_errors_are_clear() {
         let mut parser = Parser::default();
         let err = parser.frame(&config(), "{nope", &mut |_| {}).err().unwrap();

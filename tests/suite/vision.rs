@@ -393,3 +393,36 @@ async fn the_vision_flag_reaches_the_engine_and_a_refusal_is_said_headless() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("give auto, on or off"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_four_images_go_with_one_request_and_older_results_keep_their_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let five = "from PIL import Image\nfor i in range(5):\n    Image.new('RGB', (20 + i, 10), (i * 40, 0, 0)).save(f'p{i}.png')\nprint('five')";
+    let server = ModelServer::start(vec![
+        Reply::tool("python", five),
+        Reply::tool("python", "print('no image')"),
+        Reply::text("done"),
+    ])
+    .await;
+    let events = turn(config(
+        "openai/gpt-4o",
+        &server,
+        dir.path(),
+        VisionMode::Auto,
+    ))
+    .await;
+    assert_eq!(result_images(&events).len(), 5, "{events:#?}");
+    let chats = server.chats();
+    assert_eq!(chats.len(), 3);
+    assert_eq!(decoded(&chats[1]).len(), 4);
+    assert!(
+        chats[1]
+            .all_text()
+            .contains("is not attached: at most 4 images go with one message"),
+        "{}",
+        chats[1].all_text()
+    );
+    // The next round's results are the latest: the plots go as their text lines only.
+    assert!(decoded(&chats[2]).is_empty());
+    assert!(chats[2].all_text().contains("p4.png, 24×10 PNG"));
+}
