@@ -119,6 +119,11 @@ pub struct Options {
     /// The colour theme: dark, light, high-contrast, or the path of a theme file.
     #[arg(long, value_name = "NAME")]
     pub theme: Option<String>,
+    /// Send the images a block makes to the model with its result: auto (when the model's
+    /// name is of a family known to see images, or its server took images before), on or
+    /// off (config: `vision = "auto"`).
+    #[arg(long, value_name = "auto|on|off", value_parser = crate::llm::vision::VisionMode::parse)]
+    pub vision: Option<crate::llm::vision::VisionMode>,
     /// List the configured provider's models, or, with none configured, what the usual
     /// local servers (Ollama, llama.cpp, LM Studio) offer.
     #[arg(long)]
@@ -184,6 +189,7 @@ impl Options {
                     }),
                 mcp_servers: None,
                 mcp_server: None,
+                vision: self.vision,
             },
         }
     }

@@ -60,6 +60,8 @@ pub struct FileSettings {
     pub mcp_servers: Option<toml::Table>,
     /// oi-tui as an MCP server over HTTP (`[mcp_server]`: `token`, `listen`).
     pub mcp_server: Option<McpServerFile>,
+    /// Whether the images of a block's result go to the model: `auto`, `on` or `off`.
+    pub vision: Option<crate::llm::vision::VisionMode>,
 }
 
 /// The `[mcp_server]` table: how `oi-tui mcp --listen` (and the workbench's `--mcp-listen`)
@@ -103,6 +105,7 @@ const KEYS: &[&str] = &[
     "sandbox",
     "mcp_servers",
     "mcp_server",
+    "vision",
 ];
 
 #[derive(Debug, Default)]
@@ -182,6 +185,8 @@ pub struct Settings {
     pub mcp_servers: Vec<mcp::McpServerConfig>,
     /// `[mcp_server]`: the HTTP server's token and address (the last layer that sets each).
     pub mcp_server: McpServerFile,
+    /// Whether the images of a block's result go to the model (`vision`, `--vision`).
+    pub vision: crate::llm::vision::VisionMode,
     /// The config file read, if any.
     pub config_path: Option<PathBuf>,
     /// Things worth saying that are not errors (unknown keys).
@@ -310,6 +315,7 @@ impl Settings {
             recorder: None,
             history: Vec::new(),
             tool_host: None,
+            vision: self.vision,
         })
     }
 
@@ -575,6 +581,11 @@ pub fn load(
                 .rev()
                 .find_map(|s| s.mcp_server.as_ref().and_then(|m| m.listen.clone())),
         },
+        vision: layers
+            .iter()
+            .rev()
+            .find_map(|s| s.vision)
+            .unwrap_or_default(),
         config_path,
         warnings,
     })

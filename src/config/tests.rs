@@ -303,3 +303,37 @@ fn agents_md_is_on_unless_the_file_a_profile_or_the_flag_turns_it_off() {
     let bad = load_with("agents_md = 0\n", FlagSettings::default(), &[]).unwrap_err();
     assert!(bad.contains("config.toml:1:"), "{bad}");
 }
+
+#[test]
+fn vision_is_auto_unless_the_file_a_profile_or_the_flag_says_otherwise() {
+    use crate::llm::vision::VisionMode;
+    let ask = crate::protocol::ApprovalMode::Ask;
+    let plain = load_with("model = \"ollama/x\"\n", FlagSettings::default(), &[]).unwrap();
+    assert_eq!(plain.vision, VisionMode::Auto);
+    let file = "model = \"ollama/x\"\nvision = \"off\"\n[profiles.p]\nvision = \"on\"\n";
+    let off = load_with(file, FlagSettings::default(), &[]).unwrap();
+    assert_eq!(off.vision, VisionMode::Off);
+    assert_eq!(
+        off.engine_config(ask, true).unwrap().vision,
+        VisionMode::Off
+    );
+    assert!(off.warnings.is_empty(), "a known key: {:?}", off.warnings);
+    let profile = FlagSettings {
+        profile: Some("p".into()),
+        ..FlagSettings::default()
+    };
+    assert_eq!(
+        load_with(file, profile.clone(), &[]).unwrap().vision,
+        VisionMode::On
+    );
+    let flag = FlagSettings {
+        settings: FileSettings {
+            vision: Some(VisionMode::Auto),
+            ..FileSettings::default()
+        },
+        ..profile
+    };
+    assert_eq!(load_with(file, flag, &[]).unwrap().vision, VisionMode::Auto);
+    let bad = load_with("vision = \"maybe\"\n", FlagSettings::default(), &[]).unwrap_err();
+    assert!(bad.contains("config.toml:1:"), "{bad}");
+}

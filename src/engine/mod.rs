@@ -25,6 +25,7 @@ mod sandbox;
 mod tool_calls;
 mod tools;
 mod turn;
+mod vision;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -92,6 +93,8 @@ pub struct EngineConfig {
     pub history: Vec<Message>,
     /// Tools from the user's MCP servers, offered beside `execute` (None: none).
     pub tool_host: Option<Arc<dyn host::ToolHost>>,
+    /// Whether the images of a block's result go to the model (`--vision`).
+    pub vision: crate::llm::vision::VisionMode,
 }
 
 /// The running engine, as a face holds it.
@@ -150,6 +153,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
     // A resumed session's blocks keep their ids; new ones come after them.
     let next_block = recorder.as_ref().map_or(1, |r| r.first_block());
     let policy = crate::policy::Policy::new(config.rules.clone(), config.kernels.cwd.clone());
+    let vision_mode = config.vision;
     let engine = Engine {
         policy,
         sandbox,
@@ -173,6 +177,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
         call_cancelled: false,
         agents_md_notice: agents.notice,
         host_ready: false,
+        vision: vision::Vision::new(vision_mode),
     };
     let task = tokio::spawn(engine.run());
     Ok(EngineHandle {
@@ -214,6 +219,8 @@ struct Engine {
     agents_md_notice: Option<String>,
     /// The tool host's servers have been waited for (before the first request).
     host_ready: bool,
+    /// The images of results, for vision models.
+    vision: vision::Vision,
 }
 
 impl Engine {

@@ -87,7 +87,8 @@ impl Engine {
                 ),
             });
         }
-        let used = history::tokens(&messages);
+        let images = self.result_images(&messages);
+        let used = history::tokens(&messages) + super::vision::image_tokens(&images);
         if used > budget && messages.len() > 1 {
             // The newest exchange alone (a block's results with the call) is too large.
             self.emit(Event::Notice {
@@ -113,6 +114,7 @@ impl Engine {
                 .config
                 .context_window_set
                 .then_some(self.config.context_window),
+            images,
         }
     }
 
@@ -221,6 +223,9 @@ impl Engine {
         };
         send_all(streaming.finish());
         let reply = streaming.reply;
+        if matches!(result, Some(Ok(()))) {
+            self.vision_accepted(request);
+        }
         match result {
             Some(Ok(())) => Streamed::Complete(reply),
             Some(Err(error)) => Streamed::Failed(reply, error),

@@ -71,6 +71,7 @@ impl Engine {
             recorder.user_message(&Message::user(text.clone()), said.as_deref());
         }
         self.history.push(Message::user(text));
+        self.vision_new_turn();
         self.wait_for_tool_host().await;
         let mut declined_before = false;
         let mut fell_back = false;
@@ -108,6 +109,10 @@ impl Engine {
                 }
                 Streamed::Failed(reply, error) => {
                     let untouched = reply.text.is_empty() && reply.tool_calls(round).is_empty();
+                    if untouched && self.images_refused(&request, &error) {
+                        round -= 1;
+                        continue;
+                    }
                     if error.kind == LlmErrorKind::ToolsUnsupported
                         && self.tools
                         && untouched
@@ -639,6 +644,7 @@ impl Engine {
         }
         // The text form is whole here, so a secret split across chunks is caught too.
         let result = self.config.redactor.clean_value(result);
+        self.vision_ran(block_id, &result.images);
         self.emit(Event::ExecFinished {
             block_id,
             result: result.clone(),
@@ -652,6 +658,7 @@ impl Engine {
         if outcomes.is_empty() {
             return;
         }
+        self.vision_recorded(&outcomes);
         if outcomes.iter().all(|o| o.call_id.is_some()) {
             for o in outcomes {
                 if let Some(id) = o.call_id {

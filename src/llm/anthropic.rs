@@ -37,17 +37,40 @@ fn headers(config: &ProviderConfig) -> HeaderMap {
 pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
     // The API wants alternating turns: consecutive messages of one role are merged.
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
-    for m in &request.messages {
+    for (i, m) in request.messages.iter().enumerate() {
+        let images = request.images_of(i);
         let (role, mut blocks) = match m.role {
-            Role::User => ("user", text_block(&m.content)),
-            Role::Tool => (
-                "user",
-                vec![json!({
-                    "type": "tool_result",
-                    "tool_use_id": m.tool_call_id.as_deref().unwrap_or_default(),
-                    "content": if m.content.is_empty() { "(no output)" } else { m.content.as_str() },
-                })],
-            ),
+            Role::User => {
+                let mut blocks = text_block(&m.content);
+                if let Some(images) = images {
+                    blocks.extend(image_blocks(images));
+                }
+                ("user", blocks)
+            }
+            Role::Tool => {
+                let text = if m.content.is_empty() {
+                    "(no output)"
+                } else {
+                    m.content.as_str()
+                };
+                // A tool result holds its images beside its text.
+                let content = match images {
+                    Some(images) => {
+                        let mut parts = vec![json!({"type": "text", "text": text})];
+                        parts.extend(image_blocks(images));
+                        json!(parts)
+                    }
+                    None => json!(text),
+                };
+                (
+                    "user",
+                    vec![json!({
+                        "type": "tool_result",
+                        "tool_use_id": m.tool_call_id.as_deref().unwrap_or_default(),
+                        "content": content,
+                    })],
+                )
+            }
             Role::Assistant => {
                 let mut blocks = text_block(&m.content);
                 blocks.extend(m.tool_calls.iter().map(|c| {
@@ -96,6 +119,24 @@ pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
         body["temperature"] = json!(t);
     }
     body
+}
+
+/// A result's images as `image` blocks (base64 sources), then what was not sent.
+fn image_blocks(images: &super::vision::ResultImages) -> Vec<Value> {
+    let mut blocks: Vec<Value> = images
+        .parts
+        .iter()
+        .map(|p| {
+            json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": p.media_type, "data": &*p.data},
+            })
+        })
+        .collect();
+    if let Some(notes) = images.notes_text() {
+        blocks.push(json!({"type": "text", "text": notes}));
+    }
+    blocks
 }
 
 fn text_block(text: &str) -> Vec<Value> {
@@ -303,6 +344,7 @@ mod tests {
             max_tokens: None,
             temperature: None,
             context_window: None,
+            images: Vec::new(),
         };
         let body = body(&config("https://a.example"), &request);
         let messages = body["messages"].as_array().unwrap();

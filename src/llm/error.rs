@@ -12,6 +12,8 @@ pub enum LlmErrorKind {
     NotFound,
     /// The server does not accept the `tools` parameter for this model.
     ToolsUnsupported,
+    /// The server does not take images (a model without vision) for this model.
+    ImagesUnsupported,
     /// Another 4xx: the server refused the request.
     BadRequest,
     /// 429 or 5xx after every retry.

@@ -10,9 +10,11 @@
 mod anthropic;
 pub mod args_stream;
 mod error;
+pub mod image_encode;
 mod ollama;
 mod openai;
 mod transport;
+pub mod vision;
 
 use std::fmt;
 use std::time::Duration;
@@ -245,6 +247,15 @@ pub struct ChatRequest {
     pub temperature: Option<f32>,
     /// The context window, for servers that size it per request (Ollama's `num_ctx`).
     pub context_window: Option<u32>,
+    /// Images that go with result messages, for vision models (empty: none).
+    pub images: Vec<vision::ResultImages>,
+}
+
+impl ChatRequest {
+    /// The images that go with the message at `index`, if any.
+    pub fn images_of(&self, index: usize) -> Option<&vision::ResultImages> {
+        self.images.iter().find(|r| r.message == index)
+    }
 }
 
 /// What streams back.

@@ -10,10 +10,35 @@ use super::{ChatRequest, LlmError, ModelInfo, ProviderConfig, Role, StreamEvent,
 
 pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
-    for m in &request.messages {
+    // Images go on user messages: Ollama takes `images` on any message, but chat templates
+    // render tool results as text, so a round's tool-result images follow its tool
+    // messages in a user message of their own.
+    let mut tool_images: Option<(Vec<String>, Vec<Value>)> = None;
+    for (i, m) in request.messages.iter().enumerate() {
+        if m.role != Role::Tool
+            && let Some((text, images)) = tool_images.take()
+        {
+            messages.push(json!({"role": "user", "content": text.join("\n"), "images": images}));
+        }
+        let images = request.images_of(i);
         messages.push(match m.role {
-            Role::User => json!({"role": "user", "content": m.content}),
+            Role::User => match images {
+                Some(images) => {
+                    let mut content = m.content.clone();
+                    if let Some(notes) = images.notes_text() {
+                        content.push('\n');
+                        content.push_str(&notes);
+                    }
+                    json!({"role": "user", "content": content, "images": data(images)})
+                }
+                None => json!({"role": "user", "content": m.content}),
+            },
             Role::Tool => {
+                if let Some(images) = images {
+                    let (text, all) = tool_images.get_or_insert_with(Default::default);
+                    text.push(images.text(m.tool_call_id.as_deref()));
+                    all.extend(data(images));
+                }
                 // Ollama names the tool a result answers; the call's id finds it.
                 let name = request
                     .messages
@@ -39,6 +64,9 @@ pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
             }),
         });
     }
+    if let Some((text, images)) = tool_images {
+        messages.push(json!({"role": "user", "content": text.join("\n"), "images": images}));
+    }
     let mut body = json!({
         "model": config.spec.model,
         "messages": messages,
@@ -61,6 +89,11 @@ pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
         body["options"] = Value::Object(options);
     }
     body
+}
+
+/// A result's images as Ollama wants them: base64, no `data:` prefix.
+fn data(images: &super::vision::ResultImages) -> Vec<Value> {
+    images.parts.iter().map(|p| json!(&*p.data)).collect()
 }
 
 pub(super) async fn stream(

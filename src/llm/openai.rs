@@ -9,18 +9,45 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 use super::transport::{self, Flow, Framing};
+use super::vision::ImagePart;
 use super::{ChatRequest, LlmError, ModelInfo, ProviderConfig, Role, StreamEvent, join_url};
 
 pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
-    for m in &request.messages {
+    // Tool messages take text only: the images of a round's tool results go in a user
+    // message right after its tool messages.
+    let mut tool_images: Vec<Value> = Vec::new();
+    for (i, m) in request.messages.iter().enumerate() {
+        if m.role != Role::Tool && !tool_images.is_empty() {
+            messages.push(json!({"role": "user", "content": std::mem::take(&mut tool_images)}));
+        }
+        let images = request.images_of(i);
         messages.push(match m.role {
-            Role::User => json!({"role": "user", "content": m.content}),
-            Role::Tool => json!({
-                "role": "tool",
-                "tool_call_id": m.tool_call_id.as_deref().unwrap_or_default(),
-                "content": m.content,
-            }),
+            Role::User => match images {
+                Some(images) => {
+                    let mut parts = vec![json!({"type": "text", "text": m.content})];
+                    parts.extend(images.parts.iter().map(image_url));
+                    if let Some(notes) = images.notes_text() {
+                        parts.push(json!({"type": "text", "text": notes}));
+                    }
+                    json!({"role": "user", "content": parts})
+                }
+                None => json!({"role": "user", "content": m.content}),
+            },
+            Role::Tool => {
+                if let Some(images) = images {
+                    tool_images.push(json!({
+                        "type": "text",
+                        "text": images.text(m.tool_call_id.as_deref()),
+                    }));
+                    tool_images.extend(images.parts.iter().map(image_url));
+                }
+                json!({
+                    "role": "tool",
+                    "tool_call_id": m.tool_call_id.as_deref().unwrap_or_default(),
+                    "content": m.content,
+                })
+            }
             Role::Assistant if m.tool_calls.is_empty() => {
                 json!({"role": "assistant", "content": m.content})
             }
@@ -34,6 +61,9 @@ pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
                 })).collect::<Vec<_>>(),
             }),
         });
+    }
+    if !tool_images.is_empty() {
+        messages.push(json!({"role": "user", "content": tool_images}));
     }
     let mut body = json!({
         "model": config.spec.model,
@@ -51,6 +81,11 @@ pub(super) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
         body["temperature"] = json!(t);
     }
     body
+}
+
+/// An `image_url` content part holding the image as a data URI.
+fn image_url(part: &ImagePart) -> Value {
+    json!({"type": "image_url", "image_url": {"url": part.data_uri()}})
 }
 
 /// The tool list in the OpenAI shape, which Ollama shares.
@@ -292,6 +327,76 @@ mod tests {
                 name: Some("execute".into()),
                 arguments: "{\"code\":".into()
             }]
+        );
+    }
+
+    #[test]
+    fn tool_result_images_follow_the_rounds_tool_messages_in_one_user_message() {
+        use super::super::vision::ResultImages;
+        use super::super::{Message, ToolCall};
+        let part = ImagePart {
+            media_type: "image/png",
+            data: "iVBORw0KGgo=".into(),
+            width: 4,
+            height: 3,
+        };
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "execute".into(),
+            arguments: "{}".into(),
+        };
+        let request = ChatRequest {
+            system: "sys".into(),
+            messages: vec![
+                Message::user("plot"),
+                Message::assistant("", vec![call("a"), call("b")]),
+                Message::tool_result("a", "one"),
+                Message::tool_result("b", "two"),
+            ],
+            tools: Vec::new(),
+            max_tokens: None,
+            temperature: None,
+            context_window: None,
+            images: vec![
+                ResultImages {
+                    message: 2,
+                    blocks: vec![1],
+                    parts: vec![part.clone()],
+                    notes: Vec::new(),
+                },
+                ResultImages {
+                    message: 3,
+                    blocks: vec![2],
+                    parts: vec![part],
+                    notes: vec!["Image 2 of block 2 is not attached: it is an SVG drawing.".into()],
+                },
+            ],
+        };
+        let body = body(&config(), &request);
+        let messages = body["messages"].as_array().unwrap();
+        let roles: Vec<&str> = messages
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "tool", "tool", "user"]
+        );
+        // Tool messages keep their text; the images come after them, each introduced.
+        assert_eq!(messages[3]["content"], "one");
+        let parts = messages[5]["content"].as_array().unwrap();
+        let kinds: Vec<&str> = parts.iter().map(|p| p["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["text", "image_url", "text", "image_url"]);
+        assert!(
+            parts[0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("block 1 (tool call a)")
+        );
+        assert!(parts[2]["text"].as_str().unwrap().contains("SVG"));
+        assert_eq!(
+            parts[1]["image_url"]["url"],
+            "data:image/png;base64,iVBORw0KGgo="
         );
     }
 

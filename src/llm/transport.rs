@@ -132,7 +132,12 @@ async fn send_with_retries(
                 // never reaches an error message.
                 let body = key_redactor(config).clean(&body);
                 let error = status_error(config, status, &body, attempt);
-                if !retryable(status) || error.kind == LlmErrorKind::ToolsUnsupported {
+                if !retryable(status)
+                    || matches!(
+                        error.kind,
+                        LlmErrorKind::ToolsUnsupported | LlmErrorKind::ImagesUnsupported
+                    )
+                {
                     return Err(error);
                 }
                 (
@@ -239,6 +244,10 @@ fn status_error(
                 ),
             )
         }
+        400 | 413 | 415 | 422 | 500 if super::vision::says_no_images(&message) => LlmError::new(
+            LlmErrorKind::ImagesUnsupported,
+            format!("{at} does not accept images for model `{model}` ({code}: {message})."),
+        ),
         400 | 422 | 500 if mentions_tools(&message) => LlmError::new(
             LlmErrorKind::ToolsUnsupported,
             format!("{at} does not accept tools for model `{model}` ({code}: {message})."),

@@ -41,4 +41,5 @@ mod tui_stream;
 mod tui_tools;
 mod tui_verdict;
 mod unattended;
+mod vision;
 mod workbench_e2e;

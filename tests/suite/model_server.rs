@@ -2,7 +2,8 @@
 //! (NDJSON) and Anthropic Messages (SSE) on 127.0.0.1 with a free port. Each chat request
 //! takes the next scripted reply; every request is recorded for assertions. Replies can be
 //! text, tool calls streamed in small fragments, fenced blocks, or faults: an HTTP status
-//! with Retry-After, a disconnect mid-stream, invalid JSON, slow chunks.
+//! with Retry-After, a disconnect mid-stream, invalid JSON, slow chunks. It can refuse every
+//! request that carries images (as a server of a model without vision does).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -139,6 +140,58 @@ impl Request {
     pub fn all_text(&self) -> String {
         self.body.to_string()
     }
+
+    /// The images the request carries, in order, as (media type, base64 data): OpenAI
+    /// `image_url` data URIs, Anthropic `image` blocks, Ollama `images` (taken as PNG).
+    pub fn images(&self) -> Vec<(String, String)> {
+        let mut found = Vec::new();
+        collect_images(&self.body, &mut found);
+        found
+    }
+
+    pub fn has_images(&self) -> bool {
+        !self.images().is_empty()
+    }
+}
+
+fn collect_images(value: &Value, found: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(url) = map
+                .get("image_url")
+                .and_then(|u| u.get("url"))
+                .and_then(Value::as_str)
+                && let Some((head, data)) = url
+                    .strip_prefix("data:")
+                    .and_then(|rest| rest.split_once(";base64,"))
+            {
+                found.push((head.to_string(), data.to_string()));
+            }
+            if map.get("type").and_then(Value::as_str) == Some("image")
+                && let Some(source) = map.get("source")
+            {
+                found.push((
+                    source["media_type"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    source["data"].as_str().unwrap_or_default().to_string(),
+                ));
+            }
+            if let Some(images) = map.get("images").and_then(Value::as_array) {
+                for data in images.iter().filter_map(Value::as_str) {
+                    found.push(("image/png".to_string(), data.to_string()));
+                }
+            }
+            for (key, inner) in map {
+                if key != "images" && key != "image_url" && key != "source" {
+                    collect_images(inner, found);
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_images(v, found)),
+        _ => {}
+    }
 }
 
 #[derive(Default)]
@@ -146,6 +199,8 @@ struct State {
     replies: VecDeque<Reply>,
     requests: Vec<Request>,
     models: Vec<String>,
+    /// Answer requests with images with this status and body (taking no scripted reply).
+    refuse_images: Option<(u16, String)>,
 }
 
 #[derive(Clone)]
@@ -162,6 +217,7 @@ impl ModelServer {
             replies: replies.into(),
             requests: Vec::new(),
             models: vec!["scripted-large".into(), "scripted-small".into()],
+            refuse_images: None,
         }));
         let server = ModelServer { addr, state };
         let accept = server.clone();
@@ -199,6 +255,17 @@ impl ModelServer {
         self.state.lock().expect("lock").requests.clone()
     }
 
+    /// Adds replies to the end of the script.
+    pub fn script(&self, replies: Vec<Reply>) {
+        self.state.lock().expect("lock").replies.extend(replies);
+    }
+
+    /// From now on, chat requests that carry images (in any of the three APIs) are answered
+    /// with this status and body, and take no scripted reply.
+    pub fn refuse_images(&self, code: u16, body: &str) {
+        self.state.lock().expect("lock").refuse_images = Some((code, body.to_string()));
+    }
+
     async fn serve(&self, mut stream: TcpStream) -> std::io::Result<()> {
         let Some(request) = read_request(&mut stream).await? else {
             return Ok(());
@@ -222,6 +289,18 @@ impl ModelServer {
                 respond_json(&mut stream, 200, &json!({"models": data})).await
             }
             ("POST", "/v1/chat/completions" | "/api/chat" | "/v1/messages") => {
+                let refusal = self.state.lock().expect("lock").refuse_images.clone();
+                if let Some((code, body)) = refusal
+                    && request.has_images()
+                {
+                    let head = format!(
+                        "HTTP/1.1 {code} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    stream.write_all(head.as_bytes()).await?;
+                    stream.write_all(body.as_bytes()).await?;
+                    return stream.shutdown().await;
+                }
                 let reply = self.state.lock().expect("lock").replies.pop_front();
                 let Some(reply) = reply else {
                     return respond_json(

@@ -115,6 +115,7 @@ pub fn engine_config(
         recorder: None,
         history: Vec::new(),
         tool_host: None,
+        vision: Default::default(),
     }
 }
 
