@@ -61,9 +61,8 @@ pub struct ImageOutput {
     pub origin: String,
 }
 
-/// Images sent as content, at most, and the largest one sent.
+/// Images sent as content, at most.
 const MAX_IMAGE_CONTENT: usize = 4;
-const MAX_IMAGE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The name of a run status in `ExecuteOutput::status`.
 pub fn status_name(status: RunStatus) -> &'static str {
@@ -178,20 +177,17 @@ pub fn text(outcome: &CallOutcome) -> String {
     }
 }
 
-/// The raster images of a result as image content (base64), the first few and not the
-/// largest: each is listed in the text and the structured content either way.
+/// The raster images of a result as image content, the first few, encoded as a vision
+/// model gets them (longest side at most 1568 px): each is listed in the text and in the
+/// structured content either way.
 fn image_content(result: &RunResult) -> Vec<ContentBlock> {
-    use base64::Engine as _;
     result
         .images
         .iter()
-        .filter(|image| image.format.is_raster() && image.bytes <= MAX_IMAGE_BYTES)
+        .filter(|image| image.format.is_raster())
         .take(MAX_IMAGE_CONTENT)
-        .filter_map(|image| {
-            let bytes = std::fs::read(&image.path).ok()?;
-            let data = base64::engine::general_purpose::STANDARD.encode(bytes);
-            Some(ContentBlock::image(data, image.format.mime()))
-        })
+        .filter_map(|image| crate::llm::image_encode::encode(image).ok())
+        .map(|part| ContentBlock::image(part.data.to_string(), part.media_type))
         .collect()
 }
 
@@ -286,7 +282,7 @@ mod tests {
         use crate::protocol::{Image, ImageFormat, ImageSource};
         let dir = tempfile::tempdir().unwrap();
         let png = dir.path().join("1-1.png");
-        std::fs::write(&png, b"\x89PNG\r\n\x1a\nrest").unwrap();
+        image::RgbImage::new(4, 3).save(&png).unwrap();
         let svg = dir.path().join("1-2.svg");
         std::fs::write(&svg, "<svg/>").unwrap();
         let mut res = result(RunStatus::Success, "");
