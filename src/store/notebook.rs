@@ -189,7 +189,8 @@ fn languages_note(timeline: &[Item<'_>]) -> Option<String> {
             None => "in the notebook's kernel".to_string(),
             Some((magic, by)) => format!("`{magic}`: {by}"),
         };
-        note.push_str(&format!("- {}: blocks {list} ({how})\n", language.name()));
+        let blocks = if blocks.len() == 1 { "block" } else { "blocks" };
+        note.push_str(&format!("- {}: {blocks} {list} ({how})\n", language.name()));
     }
     Some(note)
 }
@@ -263,7 +264,7 @@ fn block_cells(cells: &mut Cells, b: &StoredBlock) {
             )),
         }
     }
-    let metadata = json!({
+    let mut metadata = json!({
         "oi_tui": {
             "block": b.block_id,
             "language": language.name(),
@@ -272,6 +273,10 @@ fn block_cells(cells: &mut Cells, b: &StoredBlock) {
             "exit_code": b.exit_code,
         }
     });
+    // It failed in the session, and will again: Jupyter runs the cells after it all the same.
+    if b.status.as_deref() == Some("failed") || b.exit_code.is_some_and(|c| c != 0) {
+        metadata["tags"] = json!(["raises-exception"]);
+    }
     cells.code(&source, outputs, metadata);
     // What the code cell cannot say: a failure, a note, an image that is gone.
     let ended_well = !b.interrupted && matches!(b.status.as_deref(), Some("ran" | "written"));
