@@ -318,3 +318,161 @@ fn image_output(image: &Image) -> Result<Value, String> {
         "metadata": {},
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::ImageSource;
+    use crate::store::{SessionRow, StoredBlock};
+
+    fn block(
+        id: i64,
+        language: &str,
+        code: &str,
+        decision: &str,
+        status: Option<&str>,
+    ) -> StoredBlock {
+        StoredBlock {
+            block_id: id,
+            language: language.into(),
+            proposed_code: code.into(),
+            edited_code: None,
+            decision: decision.into(),
+            status: status.map(str::to_string),
+            exit_code: status.map(|s| if s == "failed" { 1 } else { 0 }),
+            signal: None,
+            duration_ms: Some(10),
+            output: None,
+            created_at: 0,
+            skip_reason: None,
+            tail: Some(format!("out {id}\n")),
+            notes: Vec::new(),
+            state_lost: false,
+            after_message: Some(1),
+            dropped: false,
+            interrupted: false,
+            caller: None,
+            images: Vec::new(),
+        }
+    }
+
+    fn session(blocks: Vec<StoredBlock>) -> Value {
+        let exported = Exported {
+            session: SessionRow {
+                id: "20261130-000000-000001".into(),
+                title: "a title\nover two lines".into(),
+                created_at: 0,
+                updated_at: 0,
+                model: String::new(),
+                cwd: String::new(),
+                messages: 0,
+                blocks_run: 0,
+                blocks_skipped: 0,
+            },
+            messages: Vec::new(),
+            blocks,
+            events: Vec::new(),
+        };
+        serde_json::from_str(&exported.notebook()).unwrap()
+    }
+
+    fn markdown(nb: &Value) -> String {
+        nb["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["cell_type"] == "markdown")
+            .flat_map(|c| {
+                c["source"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(Value::as_str)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_python_only_session_has_no_language_note_and_failed_cells_are_tagged() {
+        let nb = session(vec![
+            block(1, "python", "print(1)", "run", Some("ran")),
+            block(2, "python", "1/0", "run", Some("failed")),
+            block(3, "shell", "rm -rf build", "skipped", Some("skipped")),
+        ]);
+        assert_eq!(nb["nbformat_minor"], 5);
+        let text = markdown(&nb);
+        assert!(!text.contains("**Languages.**"), "{text}");
+        assert!(text.contains("# a title over two lines"), "{text}");
+        assert!(
+            text.contains("rm -rf build") && text.contains("skipped"),
+            "{text}"
+        );
+        let code: Vec<&Value> = nb["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["cell_type"] == "code")
+            .collect();
+        assert_eq!(code.len(), 2);
+        assert!(code[0]["metadata"].get("tags").is_none());
+        assert_eq!(code[1]["metadata"]["tags"], json!(["raises-exception"]));
+        let ids: Vec<&str> = nb["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap())
+            .collect();
+        let mut unique = ids.clone();
+        unique.dedup();
+        assert_eq!(ids, unique, "cell ids are unique");
+    }
+
+    #[test]
+    fn images_in_their_own_mime_type_and_a_missing_one_as_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let svg = dir.path().join("chart.svg");
+        std::fs::write(
+            &svg,
+            "<svg xmlns='http://www.w3.org/2000/svg' width='4' height='2'/>",
+        )
+        .unwrap();
+        let image = |path: std::path::PathBuf, format| Image {
+            path,
+            format,
+            bytes: 10,
+            width: Some(4),
+            height: Some(2),
+            source: ImageSource::Figure,
+        };
+        let mut b = block(1, "r", "plot(1)", "run", Some("ran"));
+        b.images = vec![
+            image(svg, ImageFormat::Svg),
+            image(dir.path().join("gone.jpg"), ImageFormat::Jpeg),
+        ];
+        let nb = session(vec![b]);
+        let cell = nb["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["cell_type"] == "code")
+            .unwrap();
+        assert_eq!(cell["source"][0], "%%script Rscript -\n");
+        let outputs = cell["outputs"].as_array().unwrap();
+        assert_eq!(outputs.len(), 2, "{outputs:?}");
+        assert!(
+            outputs[1]["data"]["image/svg+xml"]
+                .as_str()
+                .unwrap()
+                .starts_with("<svg")
+        );
+        let text = markdown(&nb);
+        assert!(
+            text.contains("**Languages.**") && text.contains("r: block 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("image 2 of block 1") && text.contains("gone.jpg"),
+            "{text}"
+        );
+    }
+}
