@@ -67,7 +67,7 @@ fn build(dir: &Path) -> String {
     std::fs::create_dir_all(&images).unwrap();
     let png = figure();
     for n in 1..=BLOCKS {
-        r.message(&Message::user(&format!("step {n}: plot the next month")));
+        r.message(&Message::user(format!("step {n}: plot the next month")));
         let code = format!("import math\nfor i in range(20):\n    print({n}, i, math.sqrt(i))\n");
         r.event(&Event::BlockProposed {
             block: ProposedBlock {
@@ -124,7 +124,7 @@ fn build(dir: &Path) -> String {
                 images: kept,
             },
         });
-        r.message(&Message::assistant(&format!("Month {n} is done."), vec![]));
+        r.message(&Message::assistant(format!("Month {n} is done."), vec![]));
     }
     r.flush();
     r.session_id().to_string()
