@@ -291,6 +291,55 @@ mod tests {
         assert_eq!(delimiter_for("x = 'OI_TUI_EOF'\n"), "OI_TUI_EOF");
     }
 
+    fn session(blocks: serde_json::Value) -> Exported {
+        serde_json::from_value(serde_json::json!({
+            "session": {"id": "s1", "title": "t", "created_at": 0, "updated_at": 0, "model": "",
+                "cwd": "", "messages": 0, "blocks_run": 0, "blocks_skipped": 0},
+            "messages": [], "events": [], "blocks": blocks,
+        }))
+        .unwrap()
+    }
+
+    fn block(id: i64, language: &str, code: &str, status: &str) -> serde_json::Value {
+        serde_json::json!({"block_id": id, "language": language, "proposed_code": code,
+            "decision": "run", "status": status, "created_at": 0, "after_message": 1})
+    }
+
+    #[test]
+    fn interrupted_blocks_stay_comments_and_python_only_needs_no_helper() {
+        let s = session(serde_json::json!([
+            block(1, "python", "print(1)", "ran"),
+            block(2, "python", "while True: pass", "interrupted"),
+            block(3, "python", "print(3)", "ran"),
+        ]));
+        let py = s.python_script();
+        assert!(!py.contains("_oi_run"), "{py}");
+        assert!(
+            py.contains("\n# while True: pass\n") && py.contains("\nprint(3)\n"),
+            "{py}"
+        );
+        let sh = s.shell_script();
+        // Blocks 1 and 3 are two here-documents: the interrupted one is between them.
+        assert_eq!(sh.matches("python3 - <<'OI_TUI_EOF'").count(), 2, "{sh}");
+        assert!(sh.contains("# while True: pass"), "{sh}");
+    }
+
+    #[test]
+    fn a_shell_block_is_verbatim_in_sh_and_a_subprocess_in_py() {
+        let s = session(serde_json::json!([block(
+            1,
+            "shell",
+            "echo \"$HOME\" 'x'",
+            "ran"
+        )]));
+        assert!(s.shell_script().contains("\necho \"$HOME\" 'x'\n"));
+        let py = s.python_script();
+        assert!(
+            py.contains("_oi_run([\"bash\",\"-s\"], \"echo \\\"$HOME\\\" 'x'\")"),
+            "{py}"
+        );
+    }
+
     #[test]
     fn python_literals_round_trip_awkward_code() {
         let code = "print(\"a\\tb\")\n'''x'''\r\n\u{1b}[0m é";
