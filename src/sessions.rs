@@ -8,6 +8,7 @@
 //! `cat`, pagers and previewers that would obey escape sequences; the exact text stays in
 //! the store and in the JSON export, where every such character is an escape (`\u001b`).
 
+use std::io::IsTerminal;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
@@ -16,7 +17,7 @@ use crate::config::Settings;
 use crate::engine::EngineConfig;
 use crate::protocol::Event;
 use crate::safe_text::{json_safe, visible, visible_line};
-use crate::store::{Recorder, Redactor, Store, StoreError, format_time};
+use crate::store::{Format, Recorder, Redactor, Store, StoreError, format_time};
 
 #[derive(Debug, Args)]
 pub struct SessionsArgs {
@@ -43,12 +44,14 @@ pub enum SessionsCommand {
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
-    /// Export a session as Markdown or JSON.
+    /// Export a session: Markdown, JSON, a Jupyter notebook, or a Python or shell script of
+    /// the code that ran.
     Export {
         id: String,
-        #[arg(long, value_parser = ["md", "json"], default_value = "md")]
-        format: String,
-        /// Write to this file instead of standard output.
+        /// md, json, ipynb, py or sh (default: the output file's extension, else md).
+        #[arg(long, value_name = "FORMAT")]
+        format: Option<Format>,
+        /// Write to this file instead of standard output (whole or not at all).
         #[arg(short, long, value_name = "FILE")]
         output: Option<std::path::PathBuf>,
     },
@@ -300,17 +303,19 @@ fn command(store: &Store, command: SessionsCommand, redactor: &Redactor) -> Resu
             }
         }
         SessionsCommand::Export { id, format, output } => {
+            let format = format
+                .or_else(|| output.as_deref().and_then(Format::from_path))
+                .unwrap_or(Format::Markdown);
             let id = store.resolve(&id).map_err(e)?;
             let exported = store.export(&id).map_err(e)?;
-            let text = if format == "json" {
-                json_safe(&serde_json::to_string_pretty(&exported).map_err(|e| e.to_string())?)
-            } else {
-                visible(&exported.markdown())
-            };
-            let text = redactor.clean(&text);
+            let text = redactor.clean(&exported.render(format)?);
             match output {
-                Some(path) => std::fs::write(&path, text)
-                    .map_err(|err| format!("cannot write {}: {err}", path.display()))?,
+                Some(path) => crate::store::write_whole(&path, &text, format.is_script())?,
+                // Scripts keep their code exactly, but not on a terminal, which would obey
+                // the escape sequences in it.
+                None if format.is_script() && std::io::stdout().is_terminal() => {
+                    crate::stdout::print(&visible(&text))
+                }
                 None => crate::stdout::print(&text),
             }
         }

@@ -7,12 +7,15 @@
 //! API keys never reach the store: known secrets are redacted from every text written.
 
 mod export;
+mod formats;
 pub mod images;
+mod notebook;
 mod read;
 mod record;
 mod repair;
 mod replay;
 mod schema;
+mod script;
 mod write;
 
 use std::os::unix::fs::OpenOptionsExt;
@@ -25,6 +28,7 @@ use rusqlite::{Connection, OpenFlags};
 const BUSY_WAIT: Duration = Duration::from_secs(10);
 
 pub use export::{Item, decision_words, emphasis, escape, fence, shown_output, status_words};
+pub use formats::{Format, write_whole};
 pub use read::{
     Exported, Hit, INTERRUPTED, SessionRow, StoredBlock, StoredEvent, StoredMessage, Transcript,
     format_time,

@@ -482,7 +482,7 @@ impl App {
             "export" if !arg.is_empty() => {
                 return vec![Effect::Export(expand_home(arg), self.transcript())];
             }
-            "export" => self.chat.push(Entry::Notice("/export PATH writes the conversation as Markdown".into())),
+            "export" => self.chat.push(Entry::Notice("/export PATH writes the session: a notebook for .ipynb, a script for .py or .sh, JSON for .json, else Markdown".into())),
             "sandbox" => return self.sandbox_command(arg),
             "mcp" => return vec![Effect::Op(Op::McpStatus)],
             other => self.chat.push(Entry::Error(format!(

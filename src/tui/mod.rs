@@ -460,9 +460,10 @@ async fn restart(settings: &Settings, demo_mode: bool, id: &str) -> Result<Resta
     Ok((session.handle, session.recorder, replay, notice))
 }
 
-/// `/export`: the complete session as the store has it (the same Markdown as `oi-tui
-/// sessions export`); the chat's own transcript when the store cannot be read, so that
-/// nothing is lost. Returns the sentence for the person.
+/// `/export`: the complete session as the store has it (the same files as `oi-tui
+/// sessions export`, in the format the file name's extension says: `.ipynb`, `.py`, `.sh`,
+/// `.json`, else Markdown); as Markdown, the chat's own transcript when the store cannot
+/// be read, so that nothing is lost. Returns the sentence for the person.
 fn export(
     from: (
         Option<std::sync::Arc<crate::store::Recorder>>,
@@ -471,23 +472,38 @@ fn export(
     path: &std::path::Path,
     fallback: String,
 ) -> String {
+    use crate::store::Format;
     let (recorder, data_dir) = from;
+    // The format the file's name says (`.ipynb`, `.py`, `.sh`, `.json`), else Markdown.
+    let format = Format::from_path(path).unwrap_or(Format::Markdown);
     let from_store = recorder.as_ref().map(|recorder| {
         recorder.flush();
-        crate::store::Store::open(&data_dir)
-            .and_then(|store| store.export(recorder.session_id()))
-            .map(|e| e.markdown())
+        crate::store::Store::open(&data_dir).and_then(|store| store.export(recorder.session_id()))
     });
     let text = match from_store {
-        Some(Ok(text)) => text,
+        Some(Ok(exported)) => match exported.render(format) {
+            Ok(text) => text,
+            Err(e) => return format!("cannot export the session as {format}: {e}"),
+        },
         Some(Err(crate::store::StoreError::NotFound(_))) => {
             return "nothing to export yet: the session is kept once you send a message or a !command".to_string();
         }
-        Some(Err(_)) | None => fallback,
+        // Only Markdown can be made from the chat alone.
+        Some(Err(e)) if format != Format::Markdown => {
+            return format!("cannot export the session as {format}: {e}");
+        }
+        Some(Err(_)) | None => crate::safe_text::visible(&fallback),
     };
-    match std::fs::write(path, crate::safe_text::visible(&text)) {
-        Ok(()) => format!("exported the conversation to {}", path.display()),
-        Err(e) => format!("cannot write {}: {e}", path.display()),
+    match crate::store::write_whole(path, &text, format.is_script()) {
+        Ok(()) if format == Format::Markdown => {
+            format!("exported the conversation to {}", path.display())
+        }
+        Ok(()) => format!(
+            "exported the session as {} to {}",
+            format.describe(),
+            path.display()
+        ),
+        Err(e) => e,
     }
 }
 

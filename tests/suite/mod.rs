@@ -7,6 +7,7 @@ mod engine_calls;
 mod engine_items;
 mod engine_ops;
 mod escalation;
+mod export_notebook;
 mod headless;
 mod images;
 mod kernels;
