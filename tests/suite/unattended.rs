@@ -412,11 +412,13 @@ async fn a_signal_leaves_no_kernel_directory_and_stale_ones_are_swept() {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        // Private: the directory 0700, the files in it 0600.
+        // Private: the directory 0700, the files in it 0600, the directory in it where
+        // figures are saved 0700.
         let mode = |p: &Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
         assert_eq!(mode(&dir), 0o700, "{}", dir.display());
         for entry in std::fs::read_dir(&dir).expect("dir").flatten() {
-            assert_eq!(mode(&entry.path()), 0o600, "{}", entry.path().display());
+            let private = if entry.path().is_dir() { 0o700 } else { 0o600 };
+            assert_eq!(mode(&entry.path()), private, "{}", entry.path().display());
         }
         assert!(!stale.exists(), "the stale directory was swept");
         assert!(live.exists(), "a live owner's directory is kept");
