@@ -119,6 +119,10 @@ pub struct Options {
     /// The colour theme: dark, light, high-contrast, or the path of a theme file.
     #[arg(long, value_name = "NAME")]
     pub theme: Option<String>,
+    /// How the workbench draws a block's images: auto (ask the terminal), kitty, sixel,
+    /// iterm2, halfblocks, or off.
+    #[arg(long, value_name = "MODE", value_parser = crate::config::tui::ImageMode::parse)]
+    pub images: Option<crate::config::tui::ImageMode>,
     /// List the configured provider's models, or, with none configured, what the usual
     /// local servers (Ollama, llama.cpp, LM Studio) offer.
     #[arg(long)]
@@ -184,6 +188,9 @@ impl Options {
                     }),
                 mcp_servers: None,
                 mcp_server: None,
+                tui: self.images.map(|images| crate::config::tui::TuiFile {
+                    images: Some(images),
+                }),
             },
         }
     }

@@ -60,6 +60,8 @@ pub struct FileSettings {
     pub mcp_servers: Option<toml::Table>,
     /// oi-tui as an MCP server over HTTP (`[mcp_server]`: `token`, `listen`).
     pub mcp_server: Option<McpServerFile>,
+    /// The workbench's own settings (`[tui]`: `images`).
+    pub tui: Option<tui::TuiFile>,
 }
 
 /// The `[mcp_server]` table: how `oi-tui mcp --listen` (and the workbench's `--mcp-listen`)
@@ -103,6 +105,7 @@ const KEYS: &[&str] = &[
     "sandbox",
     "mcp_servers",
     "mcp_server",
+    "tui",
 ];
 
 #[derive(Debug, Default)]
@@ -166,6 +169,8 @@ pub struct Settings {
     pub max_retries: u32,
     pub theme: String,
     pub keys: BTreeMap<String, String>,
+    /// How the workbench draws images (`[tui] images`, `--images`).
+    pub images: tui::ImageMode,
     /// The kernels' environment: what they inherit, keep and get set.
     pub env: crate::secrets::EnvSettings,
     /// `--approval` (or `approval =`), when said; else `-y` means auto and the face decides.
@@ -559,6 +564,11 @@ pub fn load(
             .filter_map(|s| s.keys.clone())
             .flatten()
             .collect(),
+        images: layers
+            .iter()
+            .rev()
+            .find_map(|s| s.tui.as_ref().and_then(|t| t.images))
+            .unwrap_or_default(),
         env,
         approval: layers.iter().rev().find_map(|s| s.approval),
         safe_mode: flags.safe_mode,
@@ -811,5 +821,6 @@ pub fn seconds_setting(value: f64) -> Result<Duration, String> {
 }
 
 pub mod mcp;
+pub mod tui;
 #[cfg(test)]
 mod tests;
