@@ -225,15 +225,36 @@ pub fn protocol(
         return Err("no room".into());
     }
     let font = FontSize::new(graphics.cell.0.max(1), graphics.cell.1.max(1));
-    // A plot's lines survive shrinking better with a smooth filter than with the nearest
-    // pixel; enlarging keeps pixels sharp.
+    let room = (
+        u32::from(cols) * u32::from(font.width),
+        u32::from(rows) * u32::from(font.height),
+    );
+    // Enlarging keeps the pixels sharp; shrinking a plot keeps its thin lines with a smooth
+    // filter rather than the nearest pixel.
+    let enlarging = image.width() <= room.0 && image.height() <= room.1;
+    let filter = if enlarging && fit == Fit::Fill {
+        FilterType::Nearest
+    } else {
+        FilterType::Triangle
+    };
     let resize = match fit {
-        Fit::Shrink => Resize::Fit(Some(FilterType::Triangle)),
-        Fit::Fill => Resize::Scale(Some(FilterType::Triangle)),
+        Fit::Shrink => Resize::Fit(Some(filter)),
+        Fit::Fill => Resize::Scale(Some(filter)),
     };
     let area = resize.size_for(image, font, Size::new(cols, rows));
     let area = Size::new(area.width.clamp(1, cols), area.height.clamp(1, rows));
-    let fitted = resize.resize(image, font, area, None);
+    let fitted = if kind == ProtocolType::Halfblocks {
+        // Half-blocks show two pixels a cell: the image is resized once, to exactly those
+        // (the encoder's own resize is then a copy).
+        DynamicImage::ImageRgba8(image::imageops::resize(
+            image,
+            u32::from(area.width),
+            u32::from(area.height) * 2,
+            filter,
+        ))
+    } else {
+        resize.resize(image, font, area, None)
+    };
     let failed = |e: ratatui_image::errors::Errors| format!("cannot draw the image: {e}");
     Ok(match kind {
         ProtocolType::Halfblocks => Protocol::Halfblocks(

@@ -70,7 +70,7 @@ pub fn draw_viewer(frame: &mut Frame, app: &App, area: Rect) {
         at + 1,
         shown.block,
         shown.n,
-        shown.image.origin(),
+        super::images::origin(shown.image, &app.cwd),
         shown.image.describe()
     );
     let keys = Line::from(vec![

@@ -98,13 +98,30 @@ impl Images {
 
 /// The line that names an image in the terminal pane, cut to `cols` columns:
 /// `🖼 image 1: figure, 640×480 PNG, 22.5 KB — Alt-I to view, Alt-O to open`.
-pub fn pane_line(n: usize, image: &Image, cols: usize, view: &str, open: &str) -> String {
+pub fn pane_line(
+    n: usize,
+    image: &Image,
+    cwd: &str,
+    cols: usize,
+    view: &str,
+    open: &str,
+) -> String {
     let line = format!(
         "🖼 image {n}: {}, {} — {view} to view, {open} to open",
-        image.origin(),
+        origin(image, cwd),
         image.describe()
     );
     fit(&line, cols)
+}
+
+/// `figure`, or the file the block wrote, relative to the working directory when inside it.
+pub fn origin(image: &Image, cwd: &str) -> String {
+    match &image.source {
+        crate::protocol::ImageSource::File { path } if !cwd.is_empty() => path
+            .strip_prefix(cwd)
+            .map_or_else(|_| image.origin(), |p| p.display().to_string()),
+        _ => image.origin(),
+    }
 }
 
 /// A block's detail in the chat with the images it made: `exit 0 · 1.2 s · 2 images`.
@@ -190,6 +207,7 @@ fn sgr(style: ratatui::style::Style) -> String {
 /// the marker and number in the accent colour, the keys muted.
 pub fn pane_bytes(
     images: &[Image],
+    cwd: &str,
     theme: &Theme,
     cols: usize,
     at_line_start: bool,
@@ -200,7 +218,7 @@ pub fn pane_bytes(
         out.push_str("\r\n");
     }
     for (i, image) in images.iter().enumerate() {
-        let line = pane_line(i + 1, image, cols.saturating_sub(1), keys.0, keys.1);
+        let line = pane_line(i + 1, image, cwd, cols.saturating_sub(1), keys.0, keys.1);
         // The line as three parts: `🖼 image 1:`, what it is, and the keys.
         let (head, rest) = line.split_once(':').unwrap_or((line.as_str(), ""));
         let (what, tail) = match rest.rfind(" — ") {
@@ -236,7 +254,14 @@ impl App {
             self.keymap.label(Action::ViewImage),
             self.keymap.label(Action::OpenImage),
         );
-        let bytes = pane_bytes(images, &self.theme, cols, at_line_start, (&keys.0, &keys.1));
+        let bytes = pane_bytes(
+            images,
+            &self.cwd,
+            &self.theme,
+            cols,
+            at_line_start,
+            (&keys.0, &keys.1),
+        );
         self.terminal.process(&bytes);
     }
 

@@ -32,10 +32,12 @@ def png(path, w, h, px):
         f.write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))
 "#;
 
-/// An 8×8 PNG in two colours: red and white squares of 4×4 pixels.
+/// An 8×8 PNG in two colours: on the left a red and white checker of single pixels, on
+/// the right red above white.
 fn checker(path: &Path) {
     let img = image::RgbImage::from_fn(8, 8, |x, y| {
-        if (x / 4 + y / 4) % 2 == 0 {
+        let red = if x < 4 { (x + y) % 2 == 0 } else { y < 4 };
+        if red {
             image::Rgb([255, 0, 0])
         } else {
             image::Rgb([255, 255, 255])
@@ -141,6 +143,10 @@ fn with_images() -> (App, tempfile::TempDir, Vec<PathBuf>) {
         checker(p);
     }
     let mut app = fresh();
+    // The terminal pane's emulator at the pane's size, as the workbench's loop sets it.
+    let areas = oi_tui::tui::view::layout(ratatui::layout::Rect::new(0, 0, 120, 40), &app);
+    let (rows, cols) = oi_tui::tui::view::terminal_inner(&areas).unwrap();
+    app.resize_terminal(rows, cols);
     finished(
         &mut app,
         1,
@@ -389,7 +395,7 @@ async fn in_tmux_the_image_line_shows_and_the_viewer_draws_half_blocks() {
     std::fs::write(
         dir.path().join("mkpng.py"),
         format!(
-            "{PNG_PY}png('plot.png', 64, 32, lambda x, y: (200, 30, 30) if (x // 8 + y // 8) % 2 else (240, 240, 240))\n"
+            "{PNG_PY}png('plot.png', 320, 160, lambda x, y: (200, 30, 30) if (y // 10) % 2 else (240, 240, 240))\n"
         ),
     )
     .unwrap();
@@ -398,13 +404,34 @@ async fn in_tmux_the_image_line_shows_and_the_viewer_draws_half_blocks() {
     tmux.type_text("!python3 mkpng.py && echo made-it");
     tmux.send(&["Enter"]);
     let screen = tmux.wait_for("🖼 image 1: plot.png").await;
-    assert!(screen.contains("64×32 PNG"), "{screen}");
-    assert!(screen.contains("Alt-I to view, Alt-O to open"), "{screen}");
+    assert!(screen.contains("320×160 PNG"), "{screen}");
+    assert!(screen.contains("Alt-I to view"), "{screen}");
+    // Below the line, the image itself, in half-blocks (made off the UI thread).
+    let drawn = |screen: &str| {
+        let below = screen.split("🖼 image 1").nth(1).unwrap_or("");
+        below.matches(['▀', '▄']).count() > 20
+    };
+    let mut screen = tmux.capture();
+    for _ in 0..100 {
+        if drawn(&screen) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        screen = tmux.capture();
+    }
+    assert!(drawn(&screen), "{screen}");
     // Alt-I from the input opens the viewer: the image in half-blocks, as large as it fits.
     tmux.send(&["M-i"]);
-    let screen = tmux.wait_for("Image 1 of 1").await;
-    let blocks = screen.matches(['▀', '▄']).count();
-    assert!(blocks > 200, "{blocks} half-blocks:\n{screen}");
+    let mut screen = tmux.wait_for("Image 1 of 1").await;
+    let count = |screen: &str| screen.matches(['▀', '▄']).count();
+    for _ in 0..100 {
+        if count(&screen) > 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        screen = tmux.capture();
+    }
+    assert!(count(&screen) > 200, "{} half-blocks:\n{screen}", count(&screen));
     // q closes it.
     tmux.send(&["q"]);
     for _ in 0..100 {
