@@ -96,7 +96,8 @@ impl Images {
     }
 }
 
-/// The line that names an image in the terminal pane, cut to `cols` columns:
+/// The line that names an image in the terminal pane, made to fit `cols` columns: the
+/// whole line, else without the file size, else with shorter keys, else cut.
 /// `🖼 image 1: figure, 640×480 PNG, 22.5 KB — Alt-I to view, Alt-O to open`.
 pub fn pane_line(
     n: usize,
@@ -106,12 +107,28 @@ pub fn pane_line(
     view: &str,
     open: &str,
 ) -> String {
-    let line = format!(
-        "🖼 image {n}: {}, {} — {view} to view, {open} to open",
-        origin(image, cwd),
-        image.describe()
-    );
-    fit(&line, cols)
+    let origin = origin(image, cwd);
+    let kind = match (image.width, image.height) {
+        (Some(w), Some(h)) => format!("{w}×{h} {}", image.format.label()),
+        _ => image.format.label().to_string(),
+    };
+    let candidates = [
+        format!(
+            "🖼 image {n}: {origin}, {} — {view} to view, {open} to open",
+            image.describe()
+        ),
+        format!("🖼 image {n}: {origin}, {kind} — {view} to view, {open} to open"),
+        format!("🖼 image {n}: {origin}, {kind} — {view} view, {open} open"),
+    ];
+    match candidates.iter().find(|line| width(line) <= cols) {
+        Some(line) => line.clone(),
+        None => fit(&candidates[2], cols),
+    }
+}
+
+fn width(text: &str) -> usize {
+    use unicode_width::UnicodeWidthChar;
+    text.chars().map(|c| c.width().unwrap_or(0)).sum()
 }
 
 /// `figure`, or the file the block wrote, relative to the working directory when inside it.
@@ -136,8 +153,7 @@ pub fn with_count(detail: String, images: usize) -> String {
 /// Cuts `text` to `cols` display columns (with `…` when cut).
 fn fit(text: &str, cols: usize) -> String {
     use unicode_width::UnicodeWidthChar;
-    let width: usize = text.chars().map(|c| c.width().unwrap_or(0)).sum();
-    if width <= cols {
+    if width(text) <= cols {
         return text.to_string();
     }
     let mut out = String::new();
@@ -416,5 +432,57 @@ pub fn open_external(path: &std::path::Path) -> Result<(), String> {
             opener.display(),
             path.display()
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{ImageFormat, ImageSource};
+
+    fn image() -> Image {
+        Image {
+            path: "/data/images/s/3-1.png".into(),
+            format: ImageFormat::Png,
+            bytes: 23_040,
+            width: Some(640),
+            height: Some(480),
+            source: ImageSource::File {
+                path: "/home/ada/project/out/chart.png".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn the_pane_line_fits_the_pane_and_names_the_file_from_the_working_directory() {
+        let line = |cols| pane_line(1, &image(), "/home/ada/project", cols, "Alt-I", "Alt-O");
+        assert_eq!(
+            line(100),
+            "🖼 image 1: out/chart.png, 640×480 PNG, 22.5 KB — Alt-I to view, Alt-O to open"
+        );
+        assert_eq!(
+            line(68),
+            "🖼 image 1: out/chart.png, 640×480 PNG — Alt-I to view, Alt-O to open"
+        );
+        assert_eq!(
+            line(62),
+            "🖼 image 1: out/chart.png, 640×480 PNG — Alt-I view, Alt-O open"
+        );
+        let cut = line(30);
+        assert!(cut.ends_with('…') && width(&cut) <= 30, "{cut}");
+        // Outside the working directory, the whole path.
+        let other = pane_line(2, &image(), "/srv", 200, "i", "o");
+        assert!(other.contains("/home/ada/project/out/chart.png"), "{other}");
+    }
+
+    #[test]
+    fn the_pane_bytes_are_styled_lines_on_their_own_rows() {
+        let theme = Theme::load("dark", super::super::theme::Depth::TrueColor).unwrap();
+        let bytes = pane_bytes(&[image()], "/home/ada/project", &theme, 80, false, ("i", "o"));
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(text.starts_with("\x1b[0m\r\n"), "{text:?}");
+        assert!(text.ends_with("\x1b[0m\r\n"), "{text:?}");
+        assert!(text.contains("\x1b[38;2;"), "theme colours: {text:?}");
+        assert_eq!(with_count("exit 0".into(), 2), "exit 0 · 2 images");
     }
 }
