@@ -821,6 +821,6 @@ pub fn seconds_setting(value: f64) -> Result<Duration, String> {
 }
 
 pub mod mcp;
-pub mod tui;
 #[cfg(test)]
 mod tests;
+pub mod tui;

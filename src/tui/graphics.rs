@@ -70,7 +70,14 @@ impl TermEnv {
     /// The terminal speaks iTerm2's inline images, by its name.
     fn iterm2(&self) -> bool {
         const NAMES: [&str; 8] = [
-            "iTerm", "WezTerm", "mintty", "vscode", "Tabby", "Hyper", "rio", "WarpTerminal",
+            "iTerm",
+            "WezTerm",
+            "mintty",
+            "vscode",
+            "Tabby",
+            "Hyper",
+            "rio",
+            "WarpTerminal",
         ];
         NAMES.iter().any(|n| self.term_program.contains(n)) || self.lc_terminal.contains("iTerm")
     }
@@ -353,11 +360,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        TermEnv::from_lookup(&|name| {
-            vars.iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        })
+        TermEnv::from_lookup(&|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
     }
 
     fn auto(answer: &[u8], vars: &[(&str, &str)]) -> Graphics {
@@ -405,7 +408,10 @@ mod tests {
     #[test]
     fn hints_from_the_environment() {
         // iTerm2 and WezTerm speak iTerm2's protocol (WezTerm's kitty support is poor).
-        let g = auto(KITTY, &[("TERM_PROGRAM", "WezTerm"), ("WEZTERM_EXECUTABLE", "/x")]);
+        let g = auto(
+            KITTY,
+            &[("TERM_PROGRAM", "WezTerm"), ("WEZTERM_EXECUTABLE", "/x")],
+        );
         assert_eq!(g.protocol, Some(ProtocolType::Iterm2));
         let g = auto(GNOME, &[("TERM_PROGRAM", "iTerm.app")]);
         assert_eq!(g.protocol, Some(ProtocolType::Iterm2));
@@ -429,7 +435,10 @@ mod tests {
         assert!(g.tmux, "passes through tmux");
         let g = choose(ImageMode::Halfblocks, KITTY, &env(&[]), None);
         assert_eq!(g.protocol, Some(ProtocolType::Halfblocks));
-        assert_eq!(choose(ImageMode::Off, KITTY, &env(&[]), None).protocol, None);
+        assert_eq!(
+            choose(ImageMode::Off, KITTY, &env(&[]), None).protocol,
+            None
+        );
         assert_eq!(
             choose(ImageMode::Sixel, NOTHING, &env(&[]), None).protocol,
             Some(ProtocolType::Sixel)

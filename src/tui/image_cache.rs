@@ -40,9 +40,12 @@ struct Key {
 
 type Made = Result<Arc<Protocol>, String>;
 
+/// What a job hands back: the protocol (or why not), and the decoded image to keep.
+type Done = (Made, Option<Arc<DynamicImage>>);
+
 enum Slot {
     Ready(Made),
-    Working(Arc<Mutex<Option<(Made, Option<Arc<DynamicImage>>)>>>),
+    Working(Arc<Mutex<Option<Done>>>),
 }
 
 /// Called when a background job is done (the loop draws again).
@@ -187,7 +190,7 @@ pub fn make(
     cols: u16,
     rows: u16,
     fit: Fit,
-) -> (Made, Option<Arc<DynamicImage>>) {
+) -> Done {
     let image = match decoded {
         Some(image) => image,
         None => match decode(path) {

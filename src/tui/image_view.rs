@@ -45,7 +45,12 @@ pub fn draw_inline(frame: &mut Frame, app: &App, inner: Rect) {
         match app.images.cache.get(&image.path, cols, rows, Fit::Shrink) {
             Some(Ok(protocol)) => {
                 let size = protocol.size();
-                let area = Rect::new(x, inner.y + top, size.width.min(cols), size.height.min(rows));
+                let area = Rect::new(
+                    x,
+                    inner.y + top,
+                    size.width.min(cols),
+                    size.height.min(rows),
+                );
                 frame.render_widget(ratatui_image::Image::new(&protocol), area);
                 x += area.width + 1;
             }
@@ -89,7 +94,12 @@ pub fn draw_viewer(frame: &mut Frame, app: &App, area: Rect) {
     let (room, path_row) = if inner.height > 2 {
         (
             Rect::new(inner.x, inner.y, inner.width, inner.height - 1),
-            Some(Rect::new(inner.x, inner.y + inner.height - 1, inner.width, 1)),
+            Some(Rect::new(
+                inner.x,
+                inner.y + inner.height - 1,
+                inner.width,
+                1,
+            )),
         )
     } else {
         (inner, None)

@@ -373,8 +373,10 @@ impl App {
 }
 
 fn file_name(path: &std::path::Path) -> String {
-    path.file_name()
-        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into())
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into(),
+    )
 }
 
 /// The program that opens files with the system's viewer here.
@@ -396,7 +398,10 @@ pub fn opener() -> Option<PathBuf> {
 /// person when it did not work.
 pub fn open_external(path: &std::path::Path) -> Result<(), String> {
     if !path.is_file() {
-        return Err(format!("the image {} is not there any more", path.display()));
+        return Err(format!(
+            "the image {} is not there any more",
+            path.display()
+        ));
     }
     let Some(opener) = opener() else {
         let name = if cfg!(target_os = "macos") {
@@ -478,7 +483,14 @@ mod tests {
     #[test]
     fn the_pane_bytes_are_styled_lines_on_their_own_rows() {
         let theme = Theme::load("dark", super::super::theme::Depth::TrueColor).unwrap();
-        let bytes = pane_bytes(&[image()], "/home/ada/project", &theme, 80, false, ("i", "o"));
+        let bytes = pane_bytes(
+            &[image()],
+            "/home/ada/project",
+            &theme,
+            80,
+            false,
+            ("i", "o"),
+        );
         let text = String::from_utf8(bytes).unwrap();
         assert!(text.starts_with("\x1b[0m\r\n"), "{text:?}");
         assert!(text.ends_with("\x1b[0m\r\n"), "{text:?}");

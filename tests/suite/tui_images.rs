@@ -274,7 +274,10 @@ fn a_fresh_workbench_without_images_says_so_and_a_resumed_session_shows_them() {
     finished(&mut other, 7, vec![image_at(&path, ImageSource::Figure)]);
     let (mut resumed, events) = (fresh(), replay_of(&mut other));
     resumed.resumed(&events, "Resumed.".into());
-    assert_eq!(resumed.images.latest().map(|(b, i)| (b, i.len())), Some((7, 1)));
+    assert_eq!(
+        resumed.images.latest().map(|(b, i)| (b, i.len())),
+        Some((7, 1))
+    );
     assert!(screen(&mut resumed, 120, 30).contains("🖼 image 1: figure"));
 }
 
@@ -431,7 +434,11 @@ async fn in_tmux_the_image_line_shows_and_the_viewer_draws_half_blocks() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         screen = tmux.capture();
     }
-    assert!(count(&screen) > 200, "{} half-blocks:\n{screen}", count(&screen));
+    assert!(
+        count(&screen) > 200,
+        "{} half-blocks:\n{screen}",
+        count(&screen)
+    );
     // q closes it.
     tmux.send(&["q"]);
     for _ in 0..100 {
