@@ -84,7 +84,10 @@ pub fn draw_viewer(frame: &mut Frame, app: &App, area: Rect) {
         Span::styled("o", theme.key),
         Span::styled(" opens it in the system viewer · ", theme.muted),
         Span::styled("Esc", theme.key),
-        Span::styled(" closes ", theme.muted),
+        Span::styled(
+            format!(" closes · drawn with {} ", app.images.cache.graphics.name()),
+            theme.muted,
+        ),
     ]);
     let block = super::view::pane_frame(theme, title, true).title_bottom(keys);
     let inner = block.inner(area);

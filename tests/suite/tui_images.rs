@@ -451,3 +451,45 @@ async fn in_tmux_the_image_line_shows_and_the_viewer_draws_half_blocks() {
     assert!(!screen.contains("Image 1 of 1"), "{screen}");
     assert!(screen.contains("made-it"), "{screen}");
 }
+
+/// Outside tmux (as tmux's variables say), the workbench asks the terminal at start; tmux
+/// answers the device attributes and the status report itself, and ignores the kitty
+/// query. The answer is read whole: nothing of it reaches the input as typed text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_terminals_answer_at_start_leaves_nothing_behind() {
+    let server = ModelServer::start(vec![]).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("mkpng.py"),
+        format!("{PNG_PY}png('plot.png', 40, 20, lambda x, y: (200, 30, 30) if (y // 5) % 2 else (240, 240, 240))\n"),
+    )
+    .unwrap();
+    let tmux = Tmux::workbench(
+        &server.base("openai"),
+        dir.path(),
+        (120, 40),
+        "-u TMUX TERM=xterm-256color",
+        "",
+    );
+    let screen = tmux.wait_for("Input").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let screen = format!("{screen}{}", tmux.capture());
+    // The input still shows its placeholder: no answer became keys.
+    assert!(screen.contains("Message the model"), "{screen}");
+    for stray in ["?1;2c", "[0n", "_Gi", "0n"] {
+        assert!(
+            !tmux.capture().contains(stray),
+            "{stray:?} on screen:\n{screen}"
+        );
+    }
+    tmux.type_text("!python3 mkpng.py");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("🖼 image 1: plot.png").await;
+    tmux.send(&["M-i"]);
+    let screen = tmux.wait_for("drawn with").await;
+    // tmux has no kitty graphics: half-blocks (or sixel, where tmux was built with it).
+    assert!(
+        screen.contains("drawn with half-blocks") || screen.contains("drawn with sixel"),
+        "{screen}"
+    );
+}
