@@ -497,4 +497,10 @@ mod tests {
         assert!(text.contains("\x1b[38;2;"), "theme colours: {text:?}");
         assert_eq!(with_count("exit 0".into(), 2), "exit 0 · 2 images");
     }
+
+    #[test]
+    fn opening_a_missing_image_says_so() {
+        let why = open_external(std::path::Path::new("/nonexistent/oi-tui/3-1.png")).unwrap_err();
+        assert!(why.contains("is not there any more"), "{why}");
+    }
 }
