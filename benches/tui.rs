@@ -1,6 +1,7 @@
 //! Workbench figures: a full frame at 200×60 with a 10k-message conversation; ingesting 100 MB
 //! of block output through the terminal pane compared with a bare PTY; CPU used over 10 s
-//! idle; peak RSS after a block prints a million lines.
+//! idle; peak RSS after a block prints a million lines; the time from a block's end to its
+//! image on screen (half-blocks and the kitty protocol).
 //!
 //! Run with `cargo bench --bench tui` (the last two drive the real binary in tmux).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -34,6 +35,9 @@ fn main() {
     if wants("frame") {
         frame_time();
     }
+    if wants("image") {
+        image_on_screen();
+    }
     runtime.block_on(async {
         if wants("ingest") {
             ingest().await;
@@ -45,6 +49,132 @@ fn main() {
             million_lines_rss().await;
         }
     });
+}
+
+/// From a block's end (its ExecFinished reaching the app) to the frame that shows its
+/// image, as the workbench does it: decoded, resized and encoded off the UI thread, the
+/// loop woken when it is ready. A 640×480 PNG (matplotlib's default figure at 100 dpi) in
+/// the terminal pane of a 200×60 screen, and in the viewer; half-blocks and kitty.
+fn image_on_screen() {
+    use oi_tui::protocol::{Image, ImageFormat, ImageSource};
+    use oi_tui::tui::graphics::Graphics;
+    use ratatui_image::picker::ProtocolType;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("figure.png");
+    // A plot-like figure: white, axes, a curve, some colour.
+    let img = image::RgbImage::from_fn(640, 480, |x, y| {
+        let curve = (240.0 - 150.0 * ((x as f64) / 60.0).sin()) as u32;
+        if y.abs_diff(curve) < 3 {
+            image::Rgb([31, 119, 180])
+        } else if x == 80 || y == 420 {
+            image::Rgb([0, 0, 0])
+        } else {
+            image::Rgb([255, 255, 255])
+        }
+    });
+    img.save(&path).unwrap();
+    let image = Image {
+        bytes: std::fs::metadata(&path).unwrap().len(),
+        path: path.clone(),
+        format: ImageFormat::Png,
+        width: Some(640),
+        height: Some(480),
+        source: ImageSource::Figure,
+    };
+    for (name, protocol) in [
+        ("half-blocks", ProtocolType::Halfblocks),
+        ("kitty", ProtocolType::Kitty),
+    ] {
+        let mut pane = Vec::new();
+        let mut viewer = Vec::new();
+        let mut redraw = Vec::new();
+        for round in 0..10u64 {
+            let mut app = App::new(Theme::load("dark", Depth::TrueColor).unwrap());
+            app.images.cache.set_graphics(Graphics {
+                protocol: Some(protocol),
+                cell: (10, 20),
+                tmux: false,
+                why: String::new(),
+            });
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            let tx = std::sync::Mutex::new(tx);
+            app.images.cache.in_background(std::sync::Arc::new(move || {
+                let _ = tx.lock().map(|t| t.send(()));
+            }));
+            let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
+            let id = round + 1;
+            app.update(Msg::Engine(Event::ExecStarted {
+                block_id: id,
+                language: Language::Python,
+                code: "plt.plot(x, y); plt.show()".into(),
+                edited: false,
+            }));
+            app.update(Msg::Engine(Event::ExecOutput {
+                block_id: id,
+                data: b"plotting\r\n".to_vec(),
+            }));
+            let result = oi_tui::exec::RunResult {
+                block_id: id,
+                language: Language::Python,
+                status: oi_tui::exec::RunStatus::Success,
+                exit_code: Some(0),
+                signal: None,
+                duration: Duration::from_millis(300),
+                output: "plotting\n".into(),
+                cut: None,
+                output_bytes: 9,
+                state_lost: false,
+                notes: Vec::new(),
+                file: None,
+                images: vec![image.clone()],
+            };
+            // The block ends; the loop draws until the image is on screen.
+            let start = Instant::now();
+            app.update(Msg::Engine(Event::ExecFinished {
+                block_id: id,
+                result,
+            }));
+            draw(&app, &mut terminal);
+            while app.images.cache.busy() {
+                rx.recv_timeout(Duration::from_secs(10)).unwrap();
+                draw(&app, &mut terminal);
+            }
+            pane.push(start.elapsed());
+            assert!(drawn(&terminal, protocol), "the image is on screen");
+            // The same frame again: the image is looked up, not made again.
+            let start = Instant::now();
+            draw(&app, &mut terminal);
+            redraw.push(start.elapsed());
+            // The viewer: the image as large as the screen allows.
+            let start = Instant::now();
+            app.update(Msg::Key(crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char('i'),
+                crossterm::event::KeyModifiers::ALT,
+            )));
+            draw(&app, &mut terminal);
+            while app.images.cache.busy() {
+                rx.recv_timeout(Duration::from_secs(10)).unwrap();
+                draw(&app, &mut terminal);
+            }
+            viewer.push(start.elapsed());
+        }
+        println!(
+            "image on screen ({name}, 640×480 PNG, 200×60): block end to terminal pane {:.1} ms, to viewer {:.1} ms, redraw {:.2} ms (median of 10)",
+            ms(support::median(pane)),
+            ms(support::median(viewer)),
+            ms(support::median(redraw)),
+        );
+    }
+}
+
+/// Whether the screen shows an image: half-block cells, or kitty's placeholder cells.
+fn drawn(terminal: &Terminal<TestBackend>, protocol: ratatui_image::picker::ProtocolType) -> bool {
+    let buffer = terminal.backend().buffer();
+    buffer.content().iter().any(|cell| match protocol {
+        ratatui_image::picker::ProtocolType::Kitty => cell.symbol().contains("\x1b_G"),
+        _ => cell.symbol() == "▀" || cell.symbol() == "▄",
+    })
 }
 
 fn draw(app: &App, terminal: &mut Terminal<TestBackend>) {

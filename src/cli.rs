@@ -124,6 +124,10 @@ pub struct Options {
     /// off (config: `vision = "auto"`).
     #[arg(long, value_name = "auto|on|off", value_parser = crate::llm::vision::VisionMode::parse)]
     pub vision: Option<crate::llm::vision::VisionMode>,
+    /// How the workbench draws a block's images: auto (ask the terminal), kitty, sixel,
+    /// iterm2, halfblocks, or off.
+    #[arg(long, value_name = "MODE", value_parser = crate::config::tui::ImageMode::parse)]
+    pub images: Option<crate::config::tui::ImageMode>,
     /// List the configured provider's models, or, with none configured, what the usual
     /// local servers (Ollama, llama.cpp, LM Studio) offer.
     #[arg(long)]
@@ -190,6 +194,9 @@ impl Options {
                 mcp_servers: None,
                 mcp_server: None,
                 vision: self.vision,
+                tui: self.images.map(|images| crate::config::tui::TuiFile {
+                    images: Some(images),
+                }),
             },
         }
     }
@@ -275,7 +282,7 @@ pub struct RunArgs {
     /// Keep the images blocks make (figures they show, image files they write) in DIR;
     /// without it they are kept in a temporary directory, removed when the command ends.
     #[arg(long, value_name = "DIR")]
-    pub images: Option<PathBuf>,
+    pub keep_images: Option<PathBuf>,
 }
 
 /// A count that must be at least 1 (`--max-turns`, `--max-tokens`).

@@ -567,6 +567,10 @@ impl Transcript {
             result.language,
             visible(&result.summary())
         );
+        // Each image the block made: what it is and where it is kept.
+        for (n, image) in result.images.iter().enumerate() {
+            text.push_str(&format!("  🖼 {}\n", visible(&image.line(n + 1))));
+        }
         for note in &result.notes {
             text.push_str(&format!("  {}\n", visible(note)));
         }

@@ -32,12 +32,12 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         config.cwd = std::fs::canonicalize(cwd)
             .with_context(|| format!("--cwd {}: no such directory", cwd.display()))?;
     }
-    if let Some(dir) = &args.images {
+    if let Some(dir) = &args.keep_images {
         crate::secrets::private_dir(dir)
-            .with_context(|| format!("--images {}: cannot use it", dir.display()))?;
+            .with_context(|| format!("--keep-images {}: cannot use it", dir.display()))?;
         config.image_dir = Some(
             std::fs::canonicalize(dir)
-                .with_context(|| format!("--images {}: no such directory", dir.display()))?,
+                .with_context(|| format!("--keep-images {}: no such directory", dir.display()))?,
         );
     }
     if let Some((rows, cols)) = terminal_size() {
@@ -71,7 +71,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             }
         };
         let result = kernels.run(&block, &mut sink).await;
-        report(&result, args.json, args.images.is_some())?;
+        report(&result, args.json, args.keep_images.is_some())?;
         last = exit_status(&result);
         if result.status == RunStatus::Interrupted {
             break;
@@ -119,7 +119,7 @@ fn report(result: &RunResult, json: bool, images_kept: bool) -> Result<()> {
     if !result.images.is_empty() && !images_kept {
         writeln!(
             err,
-            "   (removed when this command ends; keep images with --images DIR)"
+            "   (removed when this command ends; keep them with --keep-images DIR)"
         )?;
     }
     for note in &result.notes {

@@ -62,6 +62,8 @@ pub struct FileSettings {
     pub mcp_server: Option<McpServerFile>,
     /// Whether the images of a block's result go to the model: `auto`, `on` or `off`.
     pub vision: Option<crate::llm::vision::VisionMode>,
+    /// The workbench's own settings (`[tui]`: `images`).
+    pub tui: Option<tui::TuiFile>,
 }
 
 /// The `[mcp_server]` table: how `oi-tui mcp --listen` (and the workbench's `--mcp-listen`)
@@ -106,6 +108,7 @@ const KEYS: &[&str] = &[
     "mcp_servers",
     "mcp_server",
     "vision",
+    "tui",
 ];
 
 #[derive(Debug, Default)]
@@ -169,6 +172,8 @@ pub struct Settings {
     pub max_retries: u32,
     pub theme: String,
     pub keys: BTreeMap<String, String>,
+    /// How the workbench draws images (`[tui] images`, `--images`).
+    pub images: tui::ImageMode,
     /// The kernels' environment: what they inherit, keep and get set.
     pub env: crate::secrets::EnvSettings,
     /// `--approval` (or `approval =`), when said; else `-y` means auto and the face decides.
@@ -565,6 +570,11 @@ pub fn load(
             .filter_map(|s| s.keys.clone())
             .flatten()
             .collect(),
+        images: layers
+            .iter()
+            .rev()
+            .find_map(|s| s.tui.as_ref().and_then(|t| t.images))
+            .unwrap_or_default(),
         env,
         approval: layers.iter().rev().find_map(|s| s.approval),
         safe_mode: flags.safe_mode,
@@ -824,3 +834,4 @@ pub fn seconds_setting(value: f64) -> Result<Duration, String> {
 pub mod mcp;
 #[cfg(test)]
 mod tests;
+pub mod tui;

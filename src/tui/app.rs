@@ -49,6 +49,8 @@ pub enum Effect {
     Export(std::path::PathBuf, String),
     /// Continue this saved session (a new engine, the old conversation).
     Resume(String),
+    /// Open this image with the system viewer, off the UI task.
+    Open(std::path::PathBuf),
 }
 
 /// Which pane has the keyboard.
@@ -223,6 +225,8 @@ pub struct App {
     pub draft: Option<TextArea<'static>>,
     /// The session store cannot be written: why (shown in the status bar until it can).
     pub store_trouble: Option<String>,
+    /// The images blocks made, the image viewer, and what draws them.
+    pub images: super::images::Images,
 }
 
 /// Someone who typed this recently is still typing: a block that arrives leaves them be.
@@ -278,6 +282,7 @@ impl App {
             output_shown: false,
             last_typed: None,
             draft: None,
+            images: Default::default(),
         }
     }
 
@@ -301,6 +306,12 @@ impl App {
             allow_prompt: pending.is_some_and(|p| p.allow.is_some()),
             input: self.focus == Focus::Input,
             chat: self.focus == Focus::Chat,
+            chat_block: self.focus == Focus::Chat
+                && self
+                    .chat
+                    .selected
+                    .and_then(|i| self.chat.entries.get(i))
+                    .is_some_and(|e| matches!(e, Entry::Block { .. })),
             scrolling: (self.focus == Focus::Code && !editing)
                 || (self.focus == Focus::Terminal && !running),
             terminal: self.focus == Focus::Terminal,
@@ -353,7 +364,10 @@ impl App {
     }
 
     pub fn animating(&self) -> bool {
-        self.busy != Busy::Idle || self.flash.is_some() || self.code_cache.busy()
+        self.busy != Busy::Idle
+            || self.flash.is_some()
+            || self.code_cache.busy()
+            || self.images.cache.busy()
     }
 
     /// The terminal pane's size changed: resize the emulator and the kernels' PTYs.
@@ -562,6 +576,7 @@ impl App {
                 }
             }
             Event::ExecFinished { block_id, result } => {
+                self.block_images(block_id, &result.images);
                 self.terminal.end_block();
                 let edited = self.chat.entries.iter().any(|e| {
                     matches!(e, Entry::Block { id, detail, .. } if *id == block_id && detail == "edited")
@@ -581,6 +596,7 @@ impl App {
                 } else {
                     result.summary()
                 };
+                let detail = super::images::with_count(detail, result.images.len());
                 self.chat.update_block(block_id, state, detail);
                 if result.status == RunStatus::Unavailable {
                     for note in &result.notes {
@@ -646,6 +662,7 @@ impl App {
                 if messages == 0 {
                     self.chat.clear();
                     self.terminal.clear();
+                    self.images.forget();
                     self.shown_block = None;
                 }
                 self.chat.push(Entry::Notice(note));
@@ -766,6 +783,7 @@ impl App {
         self.setup = None;
         self.proposed.clear();
         self.terminal.clear();
+        self.images.forget();
         self.show_history(events);
         self.chat.push(Entry::Notice(notice));
     }

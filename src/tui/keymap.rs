@@ -53,6 +53,11 @@ pub enum Action {
     SelectPrev,
     SelectNext,
     Expand,
+    // A block's images.
+    /// The image viewer, on the selected block's images (or the last block's).
+    ViewImage,
+    /// The image in the system viewer.
+    OpenImage,
 }
 
 /// Where an action applies.
@@ -80,6 +85,8 @@ pub enum When {
     Input,
     /// The chat has focus.
     Chat,
+    /// The chat has focus and a block's entry is selected there.
+    ChatBlock,
     /// The code pane or an idle terminal has focus: it scrolls.
     Scrolling,
     /// The terminal pane has focus.
@@ -101,6 +108,8 @@ pub struct Ctx {
     pub allow_prompt: bool,
     pub input: bool,
     pub chat: bool,
+    /// A block's entry is selected in the chat (which has focus).
+    pub chat_block: bool,
     pub scrolling: bool,
     pub terminal: bool,
     pub running_elsewhere: bool,
@@ -119,6 +128,7 @@ impl When {
             When::AllowPrompt => ctx.allow_prompt,
             When::Input => ctx.input && !ctx.reason,
             When::Chat => ctx.chat,
+            When::ChatBlock => ctx.chat && ctx.chat_block,
             When::Scrolling => ctx.scrolling,
             When::Terminal => ctx.terminal,
             When::RunningElsewhere => ctx.running_elsewhere,
@@ -296,6 +306,9 @@ fn overlap(a: When, b: When) -> bool {
         || pair(Decision, Scrolling)
         || pair(Pending, Input)
         || pair(Pending, Chat)
+        || pair(Chat, ChatBlock)
+        || pair(Pending, ChatBlock)
+        || pair(RunningElsewhere, ChatBlock)
         || pair(Pending, Scrolling)
         || pair(RunningElsewhere, Input)
         || pair(RunningElsewhere, Chat)
@@ -333,7 +346,11 @@ impl Keymap {
                 if binding.types()
                     && !matches!(
                         when,
-                        When::Decision | When::Proposal | When::Escalation | When::Scrolling
+                        When::Decision
+                            | When::Proposal
+                            | When::Escalation
+                            | When::Scrolling
+                            | When::ChatBlock
                     )
                 {
                     return Err(format!(
@@ -424,7 +441,7 @@ impl Keymap {
             When::Editing | When::Reason | When::AllowPrompt => "Editing a block, giving a reason",
             When::Input => "In the message input",
             When::Scrolling => "In the code pane and an idle terminal",
-            When::Chat => "In the chat",
+            When::Chat | When::ChatBlock => "In the chat",
             When::Terminal | When::RunningElsewhere => "While a block runs",
             When::Always => "Anywhere",
         };

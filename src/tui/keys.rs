@@ -41,6 +41,9 @@ impl App {
             self.help_scroll = self.help_scroll.min(max);
             return Vec::new();
         }
+        if let Some(effects) = self.viewer_key(&key) {
+            return effects;
+        }
         if self.confirm_quit {
             self.confirm_quit = false;
             if matches!(key.code, KeyCode::Char('y') | KeyCode::Enter)
@@ -157,6 +160,8 @@ impl App {
             Action::ScrollDown => self.scroll_focused(1),
             Action::PageUp | Action::PageDown => self.page_focused(action == Action::PageDown),
             Action::Top | Action::Bottom => self.end_focused(action == Action::Bottom),
+            Action::ViewImage => return self.view_images(),
+            Action::OpenImage => return self.open_image(),
             Action::SelectPrev => self.chat.select(-1),
             Action::SelectNext => self.chat.select(1),
             Action::Expand => {

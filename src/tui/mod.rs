@@ -16,7 +16,11 @@ pub mod chat;
 pub mod code;
 pub mod code_cache;
 pub mod code_stream;
+pub mod graphics;
 pub mod highlight;
+pub mod image_cache;
+pub mod image_view;
+pub mod images;
 pub mod keymap;
 pub mod keys;
 pub mod markdown;
@@ -171,6 +175,10 @@ pub async fn run(settings: Settings, start: Start<'_>) -> i32 {
         return 1;
     }
     shutdown::on_exit_restore_terminal(restore_terminal);
+    // Asked of the terminal now: in raw mode, before the event reader starts.
+    app.images
+        .cache
+        .set_graphics(graphics::detect(settings.images));
     // The last session's recorder stays open until what it could not save is known.
     let (mut status, _last) = match event_loop(
         &mut app,
@@ -300,6 +308,11 @@ async fn event_loop(
     let mut input = EventStream::new();
     // Results of work done off this task (file writes, the store), back as messages.
     let (ui_tx, mut ui_rx) = tokio::sync::mpsc::unbounded_channel::<Msg>();
+    // Images are made ready off this task; the loop draws again when one is.
+    let wake = ui_tx.clone();
+    app.images.cache.in_background(std::sync::Arc::new(move || {
+        let _ = wake.send(Msg::Tick);
+    }));
     app.browser_requests = Some(browser::worker(settings.data_dir.clone(), ui_tx.clone()));
     if app.open_browser_at_start {
         app.open_browser();
@@ -532,6 +545,15 @@ fn apply(
         }
         Effect::Resume(id) => {
             *resume = Some(id);
+            false
+        }
+        Effect::Open(path) => {
+            let ui = ui.clone();
+            tokio::task::spawn_blocking(move || {
+                if let Err(message) = images::open_external(&path) {
+                    let _ = ui.send(Msg::Engine(crate::protocol::Event::Notice { message }));
+                }
+            });
             false
         }
         Effect::Export(path, text) => {

@@ -388,6 +388,11 @@ impl TerminalPane {
         self.view().screen().contents()
     }
 
+    /// The last block whose output the pane shows.
+    pub fn last_block(&self) -> Option<BlockId> {
+        self.blocks.back().and_then(|b| b.id)
+    }
+
     /// The kept output of the last block that ran (as `block_output`).
     pub fn last_block_output(&self) -> Option<String> {
         let id = self.blocks.iter().rev().find_map(|b| b.id)?;

@@ -215,6 +215,9 @@ pub fn draw(frame: &mut Frame, app: &App, areas: &Areas) {
     draw_panel(frame, app, areas.panel, areas.wide);
     draw_input(frame, app, areas.input);
     draw_status(frame, app, areas.status);
+    if app.images.viewer.is_some() {
+        super::image_view::draw_viewer(frame, app, area);
+    }
     if app.help {
         draw_help(frame, app, area);
     }
@@ -518,6 +521,13 @@ fn draw_terminal(frame: &mut Frame, app: &App, area: Rect) {
     let focused = app.focus == Focus::Terminal;
     app.terminal
         .render(frame, area, &app.theme, focused, &title, running);
+    let inner = Rect::new(
+        area.x + 1,
+        area.y + 1,
+        area.width.saturating_sub(2),
+        area.height.saturating_sub(2),
+    );
+    super::image_view::draw_inline(frame, app, inner);
 }
 
 /// "waiting for input · Ctrl-T types into it" (or "type, then Enter" once in the pane).

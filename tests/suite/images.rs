@@ -291,7 +291,7 @@ async fn a_session_keeps_its_images_until_it_is_deleted() {
 
 /// `oi-tui run` lists the images a block made, and keeps them where `--images` says.
 #[tokio::test]
-async fn oi_tui_run_lists_images_and_keeps_them_with_images_dir() {
+async fn oi_tui_run_lists_images_and_keeps_them_with_keep_images() {
     let work = tempfile::tempdir().unwrap();
     let keep = work.path().join("kept");
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
@@ -299,7 +299,7 @@ async fn oi_tui_run_lists_images_and_keeps_them_with_images_dir() {
         .arg("from PIL import Image\nImage.new('RGB', (9, 4)).show()")
         .arg("--cwd")
         .arg(work.path())
-        .arg("--images")
+        .arg("--keep-images")
         .arg(&keep)
         .env("PATH", venv_path())
         .stdin(std::process::Stdio::null())
@@ -326,7 +326,7 @@ async fn oi_tui_run_lists_images_and_keeps_them_with_images_dir() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("image 1: figure, 9×4 PNG"), "{err}");
-    assert!(err.contains("keep images with --images DIR"), "{err}");
+    assert!(err.contains("keep them with --keep-images DIR"), "{err}");
 }
 
 /// A block that copies an image at once (in less than the file system's clock tick) still

@@ -37,6 +37,7 @@ mod tmux;
 mod trust;
 mod tui_code_pane;
 mod tui_e2e;
+mod tui_images;
 mod tui_states;
 mod tui_stream;
 mod tui_tools;
