@@ -110,16 +110,9 @@ async fn model_loop(options: Options) -> i32 {
         eprintln!("oi-tui: --json goes with --task");
         return USAGE_ERROR;
     }
-    let settings = match config::load(&options.flag_settings(), &|k| std::env::var(k).ok()) {
-        Ok(settings) => settings,
-        Err(message) => {
-            eprintln!("oi-tui: {message}");
-            return CONFIG_ERROR;
-        }
+    let Some(settings) = config::load_said(&options.flag_settings()) else {
+        return CONFIG_ERROR;
     };
-    for warning in &settings.warnings {
-        eprintln!("oi-tui: warning: {warning}");
-    }
     if options.list_models {
         return models::list(&settings).await;
     }

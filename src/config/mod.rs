@@ -344,6 +344,24 @@ pub fn default_data_dir() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("oi-tui"))
 }
 
+/// Loads the settings as a command starting does, from this process's environment: a
+/// failure, and every warning, said on standard error. None: it failed (the caller exits
+/// with its own status).
+pub fn load_said(flags: &FlagSettings) -> Option<Settings> {
+    match load(flags, &|k| std::env::var(k).ok()) {
+        Ok(settings) => {
+            for warning in &settings.warnings {
+                eprintln!("oi-tui: warning: {warning}");
+            }
+            Some(settings)
+        }
+        Err(message) => {
+            eprintln!("oi-tui: {message}");
+            None
+        }
+    }
+}
+
 /// Reads the config file (the one given, else the platform one if it exists) and merges it
 /// with the environment and the flags.
 pub fn load(

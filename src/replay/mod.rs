@@ -139,16 +139,9 @@ pub async fn run(args: ReplayArgs, options: &crate::cli::Options) -> i32 {
         flags.settings.auto_run = None;
         flags.settings.approval = Some(crate::protocol::ApprovalMode::Ask);
     }
-    let mut settings = match crate::config::load(&flags, &|k| std::env::var(k).ok()) {
-        Ok(settings) => settings,
-        Err(message) => {
-            eprintln!("oi-tui: {message}");
-            return USAGE_ERROR;
-        }
+    let Some(mut settings) = crate::config::load_said(&flags) else {
+        return USAGE_ERROR;
     };
-    for warning in &settings.warnings {
-        eprintln!("oi-tui: warning: {warning}");
-    }
     if args.yes {
         settings.approval = Some(crate::protocol::ApprovalMode::Auto);
         return headless::run(settings, plan, args.timeout, args.json).await;
