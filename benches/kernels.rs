@@ -20,6 +20,9 @@ fn main() {
             warm_latency(Language::Python, "print(1)").await;
             warm_latency(Language::Shell, "echo 1").await;
         }
+        if wants("images") {
+            images_overhead().await;
+        }
         if wants("cold") {
             for (lang, code) in [
                 (Language::Python, "print(1)"),
@@ -68,6 +71,67 @@ async fn warm_latency(language: Language, code: &str) {
         ms(times[0]),
         times.len()
     );
+}
+
+/// What looking for the images a block wrote costs: a trivial block's latency in an empty
+/// working directory and in one of 5,000 files in 250 directories (nothing written), and
+/// the latency of a block that saves a small figure (PNG written, kept, measured).
+async fn images_overhead() {
+    let empty = tempfile::tempdir().unwrap();
+    let full = tempfile::tempdir().unwrap();
+    for d in 0..250 {
+        let dir = full.path().join(format!("d{d}"));
+        std::fs::create_dir(&dir).unwrap();
+        for f in 0..19 {
+            std::fs::write(
+                dir.join(format!("f{f}.{}", if f % 4 == 0 { "png" } else { "txt" })),
+                b"x",
+            )
+            .unwrap();
+        }
+    }
+    let keep = tempfile::tempdir().unwrap();
+    for (label, dir, code) in [
+        ("empty dir", empty.path(), "pass"),
+        ("5,000 files", full.path(), "pass"),
+        (
+            "writes a PNG",
+            empty.path(),
+            "open('p.png', 'wb').write(PNG)",
+        ),
+    ] {
+        let kernels = Kernels::new(KernelConfig {
+            cwd: dir.to_path_buf(),
+            image_dir: Some(keep.path().to_path_buf()),
+            ..KernelConfig::default()
+        });
+        // A 1×1 PNG, made once in the kernel.
+        let setup = "import base64\nPNG = base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==')";
+        kernels
+            .run(&Block::new(Language::Python, setup), &mut |_| {})
+            .await;
+        let block = Block::new(Language::Python, code);
+        for _ in 0..10 {
+            kernels.run(&block, &mut |_| {}).await;
+        }
+        let mut times: Vec<Duration> = Vec::new();
+        for _ in 0..200 {
+            let start = Instant::now();
+            let r = kernels.run(&block, &mut |_| {}).await;
+            times.push(start.elapsed());
+            assert_eq!(r.status, RunStatus::Success);
+            assert_eq!(r.images.len(), usize::from(code != "pass"), "{r:?}");
+        }
+        times.sort();
+        println!(
+            "image scan     python {:<13} median {:>7.3} ms   p90 {:>7.3} ms   (n={})",
+            label,
+            ms(times[times.len() / 2]),
+            ms(times[times.len() * 9 / 10]),
+            times.len()
+        );
+        kernels.shutdown().await;
+    }
 }
 
 async fn cold_start(language: Language, code: &str) {

@@ -110,7 +110,7 @@ pub fn draw_viewer(frame: &mut Frame, app: &App, area: Rect) {
     if let Some(row) = path_row {
         frame.render_widget(
             Paragraph::new(Line::styled(
-                shown.image.path.display().to_string(),
+                crate::safe_text::visible_line(&shown.image.path.display().to_string()),
                 theme.muted,
             )),
             row,

@@ -133,12 +133,14 @@ fn width(text: &str) -> usize {
 
 /// `figure`, or the file the block wrote, relative to the working directory when inside it.
 pub fn origin(image: &Image, cwd: &str) -> String {
-    match &image.source {
+    let origin = match &image.source {
         crate::protocol::ImageSource::File { path } if !cwd.is_empty() => path
             .strip_prefix(cwd)
             .map_or_else(|_| image.origin(), |p| p.display().to_string()),
         _ => image.origin(),
-    }
+    };
+    // A block names its files: escapes and line breaks in a name are shown, not obeyed.
+    crate::safe_text::visible_line(&origin)
 }
 
 /// A block's detail in the chat with the images it made: `exit 0 · 1.2 s · 2 images`.
@@ -478,6 +480,14 @@ mod tests {
         // Outside the working directory, the whole path.
         let other = pane_line(2, &image(), "/srv", 200, "i", "o");
         assert!(other.contains("/home/ada/project/out/chart.png"), "{other}");
+        // A name with an escape sequence and a line break is shown, not obeyed.
+        let mut hostile = image();
+        hostile.source = ImageSource::File {
+            path: "/home/ada/project/a\u{1b}[2J\nb.png".into(),
+        };
+        let line = pane_line(3, &hostile, "/home/ada/project", 200, "i", "o");
+        assert!(!line.contains('\u{1b}') && !line.contains('\n'), "{line:?}");
+        assert!(line.contains("a␛[2J"), "{line}");
     }
 
     #[test]
