@@ -12,7 +12,7 @@ use crate::config::Settings;
 use crate::engine;
 use crate::exec::{Language, RunResult, RunStatus};
 use crate::protocol::{Decision, Event, Op, ProposedBlock, TurnEnd};
-use crate::safe_text::{self, OutputFilter, visible};
+use crate::safe_text::{self, OutputFilter, visible, visible_line};
 use crate::shutdown;
 use crate::term::{self, KeyPump};
 
@@ -569,7 +569,7 @@ impl Transcript {
         );
         // Each image the block made: what it is and where it is kept.
         for (n, image) in result.images.iter().enumerate() {
-            text.push_str(&format!("  🖼 {}\n", visible(&image.line(n + 1))));
+            text.push_str(&format!("  🖼 {}\n", visible_line(&image.line(n + 1))));
         }
         for note in &result.notes {
             text.push_str(&format!("  {}\n", visible(note)));

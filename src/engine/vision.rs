@@ -31,6 +31,10 @@ pub(super) struct Vision {
     /// The model (`provider/name @ base`) whose server refused images in this session: it
     /// is sent none any more.
     refused: Option<String>,
+    /// A refusal whose retry without images has not gone through yet: remembered (under
+    /// `auto`) only once it has, since a request that fails without images too was not
+    /// refused for its images.
+    unconfirmed: bool,
     /// The images of blocks that ran, until their results are recorded.
     ran: HashMap<BlockId, Vec<Image>>,
     /// The images of the latest results recorded, by tool call.
@@ -164,13 +168,12 @@ impl Engine {
                 parts: Vec::new(),
                 notes: Vec::new(),
             };
+            let mut over: Vec<String> = Vec::new();
             for (block, images) in &blocks {
                 for (n, image) in images.iter().enumerate() {
                     let name = format!("Image {} of block {block}", n + 1);
                     if sent >= MAX_IMAGES {
-                        result.notes.push(format!(
-                            "{name} is not attached: at most {MAX_IMAGES} images go with one message to the model."
-                        ));
+                        over.push(format!("image {} of block {block}", n + 1));
                         continue;
                     }
                     match self.vision.cache.get(image) {
@@ -182,39 +185,67 @@ impl Engine {
                     }
                 }
             }
+            // One sentence for all that did not fit, not one each.
+            if !over.is_empty() {
+                result.notes.push(format!(
+                    "{} more image{} not attached ({}): at most {MAX_IMAGES} images go with one message to the model.",
+                    over.len(),
+                    if over.len() == 1 { "" } else { "s" },
+                    over.join(", ")
+                ));
+            }
             out.push(result);
         }
         out
     }
 
-    /// The server took a request with images: remembered for `--vision auto`.
+    /// The server took a request: with images, that is remembered for `--vision auto`;
+    /// without them, after a refusal, the refusal is (the images were the cause).
     pub(super) fn vision_accepted(&mut self, request: &ChatRequest) {
-        if !vision::has_images(&request.images) {
+        let Some(client) = &self.client else {
             return;
-        }
-        if let Some(client) = &self.client {
-            let config = client.config();
+        };
+        let config = client.config();
+        if vision::has_images(&request.images) {
             // Not saved: nothing worse than asking again next time.
             let _ = self
                 .memory
                 .remember_takes_images(&config.spec, &config.api_base, true);
+        } else if std::mem::take(&mut self.vision.unconfirmed)
+            && self.vision.mode != VisionMode::On
+            && let Err(why) =
+                self.memory
+                    .remember_takes_images(&config.spec, &config.api_base, false)
+        {
+            let message =
+                format!("oi-tui could not remember that this model takes no images: {why}");
+            self.emit(Event::Notice { message });
         }
     }
 
     /// When the server refused a request because of its images: says so once, remembers it
     /// (under `auto`) and returns true, for the request to go again without them.
     pub(super) fn images_refused(&mut self, request: &ChatRequest, error: &LlmError) -> bool {
-        if !vision::refused_images(error, vision::has_images(&request.images)) {
+        let had_images = vision::has_images(&request.images);
+        if !had_images && std::mem::take(&mut self.vision.unconfirmed) {
+            // The request failed without images too: they were not the cause.
+            self.vision.refused = None;
+            self.emit(Event::Notice {
+                message: "The request failed without the images as well, so they were not the cause: this model still gets images.".to_string(),
+            });
+            return false;
+        }
+        if !vision::refused_images(error, had_images) {
             return false;
         }
         let Some(client) = &self.client else {
             return false;
         };
         let spec = client.config().spec.clone();
-        let base = client.config().api_base.clone();
         self.vision.refused = self.vision_key();
+        self.vision.unconfirmed = true;
         let mut message = format!(
-            "{spec} did not take the images of the block's result ({}). The request went again without them",
+            "{spec} did not take the images of the block's result ({}). The request goes again without them",
             error.message.trim_end_matches('.')
         );
         if self.vision.mode == VisionMode::On {
@@ -223,11 +254,8 @@ impl Engine {
             );
         } else {
             message.push_str(
-                ": this model gets no images from now on (remembered for next time). To send them anyway, start oi-tui with --vision on.",
+                ": if it goes through, this model gets no images from now on (remembered for next time). To send them anyway, start oi-tui with --vision on.",
             );
-            if let Err(why) = self.memory.remember_takes_images(&spec, &base, false) {
-                message.push_str(&format!(" ({why})"));
-            }
         }
         self.emit(Event::Notice { message });
         true

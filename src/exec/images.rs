@@ -95,9 +95,20 @@ pub(crate) fn gather(
         }
     }
     if !left_out.is_empty() {
+        // Named up to a few: a block that writes thousands must not flood the model.
+        const NAMED: usize = 5;
+        let mut named = left_out
+            .iter()
+            .take(NAMED)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if left_out.len() > NAMED {
+            named.push_str(&format!(" and {} more", left_out.len() - NAMED));
+        }
         gathered.notes.push(format!(
-            "The block made more than {MAX_IMAGES} images; only the first {MAX_IMAGES} were kept. Not kept: {}.",
-            left_out.join(", ")
+            "The block made {} images; only the first {MAX_IMAGES} were kept. Not kept: {named}.",
+            gathered.images.len() + left_out.len()
         ));
     }
     gathered

@@ -269,7 +269,12 @@ impl App {
             | Decision::Edit { .. }
             | Decision::RunAlways { .. }
             | Decision::AllowAlways { .. } => Busy::Running(id, Instant::now()),
-            Decision::Skip { .. } | Decision::Abort => Busy::Thinking(Instant::now()),
+            // In a turn the model hears of it next; a block another caller sent between
+            // turns (MCP, a replay) leaves nothing to wait for.
+            Decision::Skip { .. } | Decision::Abort if self.in_turn => {
+                Busy::Thinking(Instant::now())
+            }
+            Decision::Skip { .. } | Decision::Abort => Busy::Idle,
         };
         vec![Effect::Op(Op::Decision {
             block_id: id,

@@ -355,3 +355,26 @@ async fn a_quick_block_shows_what_it_wrote_and_nothing_older() {
         );
     }
 }
+
+/// A block that writes many images keeps the first 20, and the note names only a few of
+/// the rest (a block that writes thousands must not flood the model's context).
+#[tokio::test]
+async fn many_images_keep_twenty_and_a_short_note() {
+    let (kernels, _dir, _keep) = plotting_kernels();
+    let (many, _) = run(
+        &kernels,
+        Language::Python,
+        "from PIL import Image\nfor i in range(300):\n    Image.new('L', (1, 1)).save('p%03d.png' % i)",
+    )
+    .await;
+    ok(&many);
+    assert_eq!(many.images.len(), 20);
+    assert!(many.images[0].origin().ends_with("p000.png"), "{:#?}", many.images[0]);
+    let note = many
+        .notes
+        .iter()
+        .find(|n| n.contains("Not kept"))
+        .expect("a note says what was not kept");
+    assert!(note.contains("300 images") && note.contains("and 275 more"), "{note}");
+    assert!(note.len() < 400, "{} characters: {note}", note.len());
+}

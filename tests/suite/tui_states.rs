@@ -120,6 +120,21 @@ fn n_skips_and_r_skips_with_a_reason() {
 }
 
 #[test]
+fn skipping_a_block_sent_between_turns_leaves_the_workbench_idle() {
+    use oi_tui::tui::app::Busy;
+    // Another caller's block (MCP, a replay), with no turn of the model under way.
+    let mut app = fresh();
+    propose_code(&mut app, 1, "print(1)");
+    decision(&app.update(key(KeyCode::Char('n'))));
+    assert!(matches!(app.busy, Busy::Idle), "{:?}", app.busy);
+    // In a turn, the model hears of the skip next.
+    let mut app = fresh();
+    propose(&mut app);
+    decision(&app.update(key(KeyCode::Char('n'))));
+    assert!(matches!(app.busy, Busy::Thinking(_)), "{:?}", app.busy);
+}
+
+#[test]
 fn e_edits_ctrl_s_accepts_then_y_runs_the_edit() {
     let mut app = fresh();
     propose(&mut app);

@@ -286,6 +286,49 @@ async fn a_server_that_refuses_images_gets_the_request_again_without_them() {
     assert!(notices(&events).iter().all(|n| !n.contains("did not take")));
 }
 
+/// A 400 that has nothing to do with images (the retry without them fails as well) does
+/// not turn images off for the model: neither for the rest of the session nor for the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_that_is_not_about_images_does_not_turn_them_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let failing = r#"{"error":{"message":"the request is malformed"}}"#;
+    let server = ModelServer::start(vec![
+        Reply::tool("python", SMALL),
+        Reply::status(400, failing),
+        Reply::status(400, failing),
+    ])
+    .await;
+    let events = turn(config(
+        "openai/gpt-4o",
+        &server,
+        dir.path(),
+        VisionMode::Auto,
+    ))
+    .await;
+    let chats = server.chats();
+    assert_eq!(chats.len(), 3, "{events:#?}");
+    assert_eq!(decoded(&chats[1]).len(), 1);
+    assert!(decoded(&chats[2]).is_empty());
+    let said = notices(&events);
+    assert!(
+        said.iter()
+            .any(|n| n.contains("failed without the images as well")),
+        "{said:?}"
+    );
+    // The next session with the same model still sends its images.
+    server.script(vec![Reply::tool("python", SMALL), Reply::text("ok")]);
+    turn(config(
+        "openai/gpt-4o",
+        &server,
+        dir.path(),
+        VisionMode::Auto,
+    ))
+    .await;
+    let chats = server.chats();
+    assert_eq!(chats.len(), 5);
+    assert_eq!(decoded(&chats[4]).len(), 1, "images are still sent");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vision_off_sends_none_and_on_sends_to_an_unknown_model() {
     for (spec, mode, expect) in [
@@ -416,9 +459,9 @@ async fn at_most_four_images_go_with_one_request_and_older_results_keep_their_te
     assert_eq!(chats.len(), 3);
     assert_eq!(decoded(&chats[1]).len(), 4);
     assert!(
-        chats[1]
-            .all_text()
-            .contains("is not attached: at most 4 images go with one message"),
+        chats[1].all_text().contains(
+            "1 more image not attached (image 5 of block 1): at most 4 images go with one message"
+        ),
         "{}",
         chats[1].all_text()
     );
