@@ -144,10 +144,9 @@ fn attach_resumed(
     let writer = Store::open(&settings.data_dir).map_err(|e| e.to_string())?;
     let recorder = Arc::new(Recorder::start(writer, resumed_id, redactor(settings)));
     // The images blocks make are kept with the session.
-    config.kernels.image_dir = Some(crate::store::images::session_dir(
-        &settings.data_dir,
-        recorder.session_id(),
-    ));
+    // Absolute: the store keeps them relative to the data directory, however it was given.
+    let image_dir = crate::store::images::session_dir(&settings.data_dir, recorder.session_id());
+    config.kernels.image_dir = Some(std::path::absolute(&image_dir).unwrap_or(image_dir));
     // The store keeps the same messages as the conversation (`/undo` counts on it).
     for message in &unrecorded {
         match message.role {

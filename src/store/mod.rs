@@ -96,7 +96,8 @@ impl Store {
         if let Some(said) = said {
             eprintln!("{said}");
         }
-        let path = data_dir.join(FILE);
+        // Absolute, so that the image paths read back from it hold from any directory.
+        let path = std::path::absolute(data_dir.join(FILE)).unwrap_or_else(|_| data_dir.join(FILE));
         // Created empty and private, so that SQLite (which gives its -wal and -shm files
         // the database's mode) never makes them readable by others. Another process that
         // starts at the same moment may create it first: that is no error.
@@ -166,7 +167,8 @@ impl Store {
     /// Opens the store in `data_dir` for reading only (the `sessions` commands that only
     /// read, on a store oi-tui may not write). Creates nothing and changes nothing.
     pub fn open_read_only(data_dir: &Path) -> Result<Store, StoreError> {
-        let path = data_dir.join(FILE);
+        // Absolute, so that the image paths read back from it hold from any directory.
+        let path = std::path::absolute(data_dir.join(FILE)).unwrap_or_else(|_| data_dir.join(FILE));
         if !path.exists() {
             return Err(StoreError::Io {
                 path: path.clone(),

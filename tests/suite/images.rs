@@ -369,12 +369,60 @@ async fn many_images_keep_twenty_and_a_short_note() {
     .await;
     ok(&many);
     assert_eq!(many.images.len(), 20);
-    assert!(many.images[0].origin().ends_with("p000.png"), "{:#?}", many.images[0]);
+    assert!(
+        many.images[0].origin().ends_with("p000.png"),
+        "{:#?}",
+        many.images[0]
+    );
     let note = many
         .notes
         .iter()
         .find(|n| n.contains("Not kept"))
         .expect("a note says what was not kept");
-    assert!(note.contains("300 images") && note.contains("and 275 more"), "{note}");
+    assert!(
+        note.contains("300 images") && note.contains("and 275 more"),
+        "{note}"
+    );
     assert!(note.len() < 400, "{} characters: {note}", note.len());
+}
+
+/// A data directory given as a relative path: the images are still found from elsewhere.
+#[tokio::test]
+async fn a_relative_data_directory_keeps_image_paths_that_hold_from_anywhere() {
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "python",
+            "from PIL import Image\nImage.new('L', (5, 4)).show()",
+        ),
+        Reply::text("done"),
+    ])
+    .await;
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join("work")).unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+        .args(["--task", "img", "--model", "openai/scripted", "-y"])
+        .args(["--api-base", &server.base("openai")])
+        .args(["--data-dir", "data", "--cwd", "work"])
+        .current_dir(home.path())
+        .env("PATH", venv_path())
+        .env_remove("OPENAI_API_KEY")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // The transcript, read through the relative data directory, links the image by a
+    // path that holds from anywhere (a Markdown file written elsewhere finds it).
+    let shown = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+        .args(["sessions", "show", "last", "--data-dir", "data"])
+        .current_dir(home.path())
+        .output()
+        .await
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    let kept = home.path().join("data/images");
+    assert!(
+        shown.contains(&format!("](<{}/", kept.display())),
+        "{shown}"
+    );
 }
