@@ -8,9 +8,9 @@
 //! side was cut, only what both kept is compared (the first lines both heads have, the last
 //! lines both tails have, the line at each cut edge left out since it may be a part of a
 //! line), and the total number of lines, which the cut line states, must match too. Status
-//! means the status word and the exit code. Images are compared by count and by pixel
-//! dimensions, not pixel by pixel: a plot redrawn by a newer library is rarely identical
-//! byte for byte, while a different count or size is a real change.
+//! means the status word and the exit code. Images are compared by count and pixel
+//! dimensions, then by their pixels: a chart of other data has the same size but not the
+//! same picture. A trace of change is allowed (anti-aliasing of a newer library).
 
 use serde::Serialize;
 
@@ -86,6 +86,14 @@ pub fn compare(recorded: &StoredBlock, now: &RunResult) -> Verdict {
             was,
             now: now_images,
         });
+    } else if let Some(changed) = pixels_changed(&recorded.images, &now.images) {
+        differences.push(Difference::Images {
+            was: format!("image {} as recorded", changed.0),
+            now: format!(
+                "image {} drawn differently ({:.1}% of its pixels changed)",
+                changed.0, changed.1
+            ),
+        });
     }
     if differences.is_empty() {
         Verdict::Same
@@ -108,6 +116,40 @@ fn status_words(label: &str, exit: Option<i64>) -> String {
         Some(code) => format!("{label} · exit {code}"),
         None => label.to_string(),
     }
+}
+
+/// The first image (numbered from 1) whose pixels changed by more than a trace, and the
+/// share changed in percent: a chart of other data is the same size but not the same
+/// picture. Pixels that differ only slightly (anti-aliasing) do not count, nor do images
+/// that cannot be read (a recorded one deleted since).
+fn pixels_changed(recorded: &[Image], now: &[Image]) -> Option<(usize, f64)> {
+    /// A pixel counts as changed when a channel moved this much (of 255).
+    const CHANNEL: u8 = 24;
+    /// An image counts as changed when more than this share of its pixels did.
+    const SHARE: f64 = 0.001;
+    for (n, (a, b)) in recorded.iter().zip(now).enumerate() {
+        if !a.format.is_raster() || !b.format.is_raster() {
+            continue;
+        }
+        let (Ok(a), Ok(b)) = (image::open(&a.path), image::open(&b.path)) else {
+            continue;
+        };
+        let (a, b) = (a.to_rgba8(), b.to_rgba8());
+        if a.dimensions() != b.dimensions() {
+            continue;
+        }
+        let total = (a.width() as u64 * a.height() as u64).max(1);
+        let changed = a
+            .pixels()
+            .zip(b.pixels())
+            .filter(|(p, q)| p.0.iter().zip(q.0).any(|(x, y)| x.abs_diff(y) > CHANNEL))
+            .count() as f64;
+        let share = changed / total as f64;
+        if share > SHARE {
+            return Some((n + 1, share * 100.0));
+        }
+    }
+    None
 }
 
 /// `none`, or `2 images: 640×480 PNG, 100×100 SVG`.
@@ -404,5 +446,47 @@ mod tests {
             &result("", 0, vec![png(800)]),
         );
         assert_eq!(verdict.words(), "images differ");
+    }
+
+    #[test]
+    fn a_chart_of_other_data_differs_and_a_trace_of_anti_aliasing_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let draw = |name: &str, line_at: u32, shade: u8| {
+            let mut picture = image::RgbImage::from_pixel(100, 50, image::Rgb([255, 255, 255]));
+            for x in 0..100 {
+                picture.put_pixel(x, line_at, image::Rgb([shade, 0, 0]));
+            }
+            let path = dir.path().join(name);
+            picture.save(&path).unwrap();
+            Image {
+                path,
+                width: Some(100),
+                height: Some(50),
+                ..png(100)
+            }
+        };
+        let was = draw("was.png", 10, 200);
+        // The same line, a shade lighter: anti-aliasing, not a change.
+        let shaded = draw("shaded.png", 10, 210);
+        assert_eq!(
+            compare(
+                &stored("", 0, vec![was.clone()]),
+                &result("", 0, vec![shaded])
+            ),
+            Verdict::Same
+        );
+        // The line elsewhere: other data.
+        let moved = draw("moved.png", 40, 200);
+        let verdict = compare(&stored("", 0, vec![was]), &result("", 0, vec![moved]));
+        let Verdict::Differs { differences } = verdict else {
+            panic!("a moved line differs");
+        };
+        assert_eq!(
+            differences,
+            [Difference::Images {
+                was: "image 1 as recorded".into(),
+                now: "image 1 drawn differently (4.0% of its pixels changed)".into()
+            }]
+        );
     }
 }
