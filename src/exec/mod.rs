@@ -23,6 +23,8 @@ mod tempdirs;
 mod text;
 mod waiting;
 mod workdir_scan;
+#[cfg(target_os = "linux")]
+mod workdir_watch;
 
 pub use kernels::{Block, KernelConfig, Kernels};
 pub use language::Language;

@@ -17,7 +17,7 @@ use crate::protocol::ImageFormat;
 /// Looked through this deep below the root (the root's own entries are depth 0).
 const DEPTH: usize = 4;
 /// Entries remembered at most (a block run in a home directory must not cost seconds).
-const ENTRIES: usize = 10_000;
+pub(super) const ENTRIES: usize = 10_000;
 /// Directories never looked into: tools' caches and dependencies, not what a block drew.
 const SKIPPED_DIRS: [&str; 6] = [
     "node_modules",
@@ -33,7 +33,17 @@ const ROOTS: usize = 8;
 /// What is remembered of the trees under the roots looked at.
 #[derive(Debug, Default)]
 pub(crate) struct Scans {
-    roots: HashMap<PathBuf, Tree>,
+    roots: HashMap<PathBuf, Tracker>,
+    /// Look through trees, never watch them (the fallback, as tests reach it).
+    no_watch: bool,
+}
+
+/// How one tree is followed: watched (Linux), else looked through.
+#[derive(Debug)]
+enum Tracker {
+    #[cfg(target_os = "linux")]
+    Watch(super::workdir_watch::Watch),
+    Tree(Tree),
 }
 
 #[derive(Debug, Default)]
@@ -51,7 +61,7 @@ struct Tree {
 
 impl Scans {
     /// The image files under `root` modified at or after `since`, sorted; and whether the
-    /// tree was too big to look through whole. `ignored`: directories never looked into.
+    /// tree was too big to follow whole. `ignored`: directories never looked into.
     pub fn written_since(
         &mut self,
         root: &Path,
@@ -61,26 +71,68 @@ impl Scans {
         if !self.roots.contains_key(root) && self.roots.len() >= ROOTS {
             self.roots.clear();
         }
-        let tree = self.roots.entry(root.to_path_buf()).or_default();
-        if tree.dirs.is_empty() {
-            tree.read(root, 0, ignored);
+        #[cfg(target_os = "linux")]
+        {
+            use super::workdir_watch::Watch;
+            match self.roots.get_mut(root) {
+                None if self.no_watch => {}
+                None => {
+                    let mut written = Vec::new();
+                    if let Some(watch) = Watch::start(root, since, ignored, &mut written) {
+                        let cut = watch.cut;
+                        self.roots.insert(root.to_path_buf(), Tracker::Watch(watch));
+                        written.sort();
+                        return (written, cut);
+                    }
+                }
+                Some(Tracker::Watch(watch)) => {
+                    if let Some(written) = watch.written_since(since, ignored) {
+                        return (written, watch.cut);
+                    }
+                    // Too much happened to know: the tree is looked through from now on.
+                    self.roots.remove(root);
+                }
+                Some(Tracker::Tree(_)) => {}
+            }
+        }
+        let tracker = self
+            .roots
+            .entry(root.to_path_buf())
+            .or_insert_with(|| Tracker::Tree(Tree::default()));
+        match tracker {
+            Tracker::Tree(tree) => tree.written_since(root, since, ignored),
+            #[cfg(target_os = "linux")]
+            Tracker::Watch(_) => (Vec::new(), false),
+        }
+    }
+}
+
+impl Tree {
+    fn written_since(
+        &mut self,
+        root: &Path,
+        since: SystemTime,
+        ignored: &[PathBuf],
+    ) -> (Vec<PathBuf>, bool) {
+        if self.dirs.is_empty() {
+            self.read(root, 0, ignored);
         } else {
-            let changed: Vec<(PathBuf, usize)> = tree
+            let changed: Vec<(PathBuf, usize)> = self
                 .dirs
                 .iter()
                 .filter(|(dir, (time, _))| modified(dir) != Some(*time))
                 .map(|(dir, (_, depth))| (dir.clone(), *depth))
                 .collect();
             for (dir, depth) in changed {
-                tree.dirs.remove(&dir);
+                self.dirs.remove(&dir);
                 if dir.is_dir() {
-                    tree.read(&dir, depth, ignored);
+                    self.read(&dir, depth, ignored);
                 }
             }
         }
         let mut written = Vec::new();
-        let reported = &mut tree.reported;
-        tree.images.retain(|path| match modified(path) {
+        let reported = &mut self.reported;
+        self.images.retain(|path| match modified(path) {
             Some(time) => {
                 if time >= since && reported.get(path) != Some(&time) {
                     reported.insert(path.clone(), time);
@@ -94,11 +146,9 @@ impl Scans {
             }
         });
         written.sort();
-        (written, tree.cut)
+        (written, self.cut)
     }
-}
 
-impl Tree {
     /// Reads `dir` (its time first, so that a change while it is read is seen next time),
     /// and walks the directories in it that are not known yet.
     fn read(&mut self, dir: &Path, depth: usize, ignored: &[PathBuf]) {
@@ -124,14 +174,7 @@ impl Tree {
             };
             let path = entry.path();
             if kind.is_dir() {
-                let name = entry.file_name();
-                let name = name.to_string_lossy();
-                if depth + 1 < DEPTH
-                    && !name.starts_with('.')
-                    && !name.starts_with("oi-tui-")
-                    && !SKIPPED_DIRS.contains(&name.as_ref())
-                    && !self.dirs.contains_key(&path)
-                {
+                if descend(&entry.file_name(), depth) && !self.dirs.contains_key(&path) {
                     self.read(&path, depth + 1, ignored);
                 }
             } else if kind.is_file() && ImageFormat::from_path(&path).is_some() {
@@ -141,7 +184,17 @@ impl Tree {
     }
 }
 
-fn modified(path: &Path) -> Option<SystemTime> {
+/// Whether a directory named `name` at `depth` is looked into: not too deep, not hidden,
+/// not a dependency or cache, not oi-tui's own.
+pub(super) fn descend(name: &std::ffi::OsStr, depth: usize) -> bool {
+    let name = name.to_string_lossy();
+    depth + 1 < DEPTH
+        && !name.starts_with('.')
+        && !name.starts_with("oi-tui-")
+        && !SKIPPED_DIRS.contains(&name.as_ref())
+}
+
+pub(super) fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::symlink_metadata(path)
         .and_then(|m| m.modified())
         .ok()
@@ -165,8 +218,25 @@ mod tests {
         time
     }
 
+    /// Both ways of following a tree: watched (on Linux) and looked through.
+    fn both() -> [Scans; 2] {
+        [
+            Scans::default(),
+            Scans {
+                no_watch: true,
+                ..Scans::default()
+            },
+        ]
+    }
+
     #[test]
     fn new_rewritten_and_moved_in_files_are_found_and_old_ones_are_not() {
+        for scans in both() {
+            found_and_not_found(scans);
+        }
+    }
+
+    fn found_and_not_found(mut scans: Scans) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(root.join("charts/2026")).unwrap();
@@ -174,7 +244,6 @@ mod tests {
         touch(&root.join("old.png"));
         touch(&root.join("charts/2026/old.svg"));
         std::thread::sleep(Duration::from_millis(20));
-        let mut scans = Scans::default();
         let since = now(&root);
         let (none, cut) = scans.written_since(&root, since, &[]);
         assert!(none.is_empty() && !cut, "{none:?}");
@@ -218,7 +287,9 @@ mod tests {
         std::fs::create_dir_all(root.join("kept")).unwrap();
         let since = now(&root);
         touch(&root.join("kept/1-1.png"));
-        let (found, _) = Scans::default().written_since(&root, since, &[root.join("kept")]);
-        assert!(found.is_empty(), "{found:?}");
+        for mut scans in both() {
+            let (found, _) = scans.written_since(&root, since, &[root.join("kept")]);
+            assert!(found.is_empty(), "{found:?}");
+        }
     }
 }
