@@ -569,7 +569,7 @@ impl Transcript {
         );
         // Each image the block made: what it is and where it is kept.
         for (n, image) in result.images.iter().enumerate() {
-            text.push_str(&format!("  🖼 {}\n", visible_line(&image.line(n + 1))));
+            text.push_str(&format!("  ◧ {}\n", visible_line(&image.line(n + 1))));
         }
         for note in &result.notes {
             text.push_str(&format!("  {}\n", visible(note)));

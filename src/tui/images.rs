@@ -1,5 +1,5 @@
 //! A block's images in the workbench: a line for each in the terminal pane after the
-//! block's output (`🖼 image 1: figure, 640×480 PNG — Alt-I to view, Alt-O to open`, the
+//! block's output (`◧ image 1: figure, 640×480 PNG — Alt-I to view, Alt-O to open`, the
 //! keys that work from anywhere), the images themselves below it where they fit
 //! (`image_view.rs` draws them), and an image viewer opened with one key (`i` on the
 //! block's entry in the chat, or in the terminal pane; Alt-I anywhere), which steps
@@ -98,7 +98,7 @@ impl Images {
 
 /// The line that names an image in the terminal pane, made to fit `cols` columns: the
 /// whole line, else without the file size, else with shorter keys, else cut.
-/// `🖼 image 1: figure, 640×480 PNG, 22.5 KB — Alt-I to view, Alt-O to open`.
+/// `◧ image 1: figure, 640×480 PNG, 22.5 KB — Alt-I to view, Alt-O to open`.
 pub fn pane_line(
     n: usize,
     image: &Image,
@@ -114,11 +114,11 @@ pub fn pane_line(
     };
     let candidates = [
         format!(
-            "🖼 image {n}: {origin}, {} — {view} to view, {open} to open",
+            "◧ image {n}: {origin}, {} — {view} to view, {open} to open",
             image.describe()
         ),
-        format!("🖼 image {n}: {origin}, {kind} — {view} to view, {open} to open"),
-        format!("🖼 image {n}: {origin}, {kind} — {view} view, {open} open"),
+        format!("◧ image {n}: {origin}, {kind} — {view} to view, {open} to open"),
+        format!("◧ image {n}: {origin}, {kind} — {view} view, {open} open"),
     ];
     match candidates.iter().find(|line| width(line) <= cols) {
         Some(line) => line.clone(),
@@ -237,7 +237,7 @@ pub fn pane_bytes(
     }
     for (i, image) in images.iter().enumerate() {
         let line = pane_line(i + 1, image, cwd, cols.saturating_sub(1), keys.0, keys.1);
-        // The line as three parts: `🖼 image 1:`, what it is, and the keys.
+        // The line as three parts: `◧ image 1:`, what it is, and the keys.
         let (head, rest) = line.split_once(':').unwrap_or((line.as_str(), ""));
         let (what, tail) = match rest.rfind(" — ") {
             Some(at) => (&rest[..at], &rest[at..]),
@@ -465,15 +465,15 @@ mod tests {
         let line = |cols| pane_line(1, &image(), "/home/ada/project", cols, "Alt-I", "Alt-O");
         assert_eq!(
             line(100),
-            "🖼 image 1: out/chart.png, 640×480 PNG, 22.5 KB — Alt-I to view, Alt-O to open"
+            "◧ image 1: out/chart.png, 640×480 PNG, 22.5 KB — Alt-I to view, Alt-O to open"
         );
         assert_eq!(
             line(68),
-            "🖼 image 1: out/chart.png, 640×480 PNG — Alt-I to view, Alt-O to open"
+            "◧ image 1: out/chart.png, 640×480 PNG — Alt-I to view, Alt-O to open"
         );
         assert_eq!(
             line(62),
-            "🖼 image 1: out/chart.png, 640×480 PNG — Alt-I view, Alt-O open"
+            "◧ image 1: out/chart.png, 640×480 PNG — Alt-I view, Alt-O open"
         );
         let cut = line(30);
         assert!(cut.ends_with('…') && width(&cut) <= 30, "{cut}");

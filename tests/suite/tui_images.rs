@@ -173,15 +173,15 @@ fn the_terminal_pane_names_each_image_and_draws_the_last_blocks() {
     let (mut app, _dir, _) = with_images();
     let s = screen(&mut app, 120, 40);
     assert!(
-        s.contains("🖼 image 1: figure, 8×8 PNG") && s.contains("Alt-I to view, Alt-O to open"),
+        s.contains("◧ image 1: figure, 8×8 PNG") && s.contains("Alt-I to view, Alt-O to open"),
         "{s}"
     );
-    assert!(s.contains("🖼 image 2: chart.png, 8×8 PNG"), "{s}");
+    assert!(s.contains("◧ image 2: chart.png, 8×8 PNG"), "{s}");
     // The last block's image is drawn below its line, in half-blocks.
     assert!(s.contains('▀') || s.contains('▄'), "{s}");
     // A narrow pane cuts the line rather than wrapping it.
     let narrow = screen(&mut app, 60, 24);
-    assert!(narrow.contains("🖼 image 1:"), "{narrow}");
+    assert!(narrow.contains("◧ image 1:"), "{narrow}");
     insta::assert_snapshot!("images_in_the_terminal_pane_120x40", s);
 }
 
@@ -278,7 +278,7 @@ fn a_fresh_workbench_without_images_says_so_and_a_resumed_session_shows_them() {
         resumed.images.latest().map(|(b, i)| (b, i.len())),
         Some((7, 1))
     );
-    assert!(screen(&mut resumed, 120, 30).contains("🖼 image 1: figure"));
+    assert!(screen(&mut resumed, 120, 30).contains("◧ image 1: figure"));
 }
 
 /// The events a store replay would give for the blocks `app` saw (proposal, start, output,
@@ -362,7 +362,7 @@ async fn headless_prints_each_images_line_and_json_carries_them() {
         if !json {
             let line = stdout
                 .lines()
-                .find(|l| l.contains("🖼 image 1:"))
+                .find(|l| l.contains("◧ image 1:"))
                 .unwrap_or_else(|| panic!("an image line in:\n{stdout}"));
             assert!(line.contains("chart.png, 8×6 PNG"), "{line}");
             assert!(line.contains("kept at "), "{line}");
@@ -370,7 +370,7 @@ async fn headless_prints_each_images_line_and_json_carries_them() {
             assert!(Path::new(kept).is_file(), "{kept}");
             // After the block's result line.
             let result_at = stdout.find("✓ python").unwrap();
-            assert!(stdout.find("🖼 image 1:").unwrap() > result_at, "{stdout}");
+            assert!(stdout.find("◧ image 1:").unwrap() > result_at, "{stdout}");
             continue;
         }
         let finished = stdout
@@ -406,12 +406,12 @@ async fn in_tmux_the_image_line_shows_and_the_viewer_draws_half_blocks() {
     tmux.wait_for("Input").await;
     tmux.type_text("!python3 mkpng.py && echo made-it");
     tmux.send(&["Enter"]);
-    let screen = tmux.wait_for("🖼 image 1: plot.png").await;
+    let screen = tmux.wait_for("◧ image 1: plot.png").await;
     assert!(screen.contains("320×160 PNG"), "{screen}");
     assert!(screen.contains("Alt-I to view"), "{screen}");
     // Below the line, the image itself, in half-blocks (made off the UI thread).
     let drawn = |screen: &str| {
-        let below = screen.split("🖼 image 1").nth(1).unwrap_or("");
+        let below = screen.split("◧ image 1").nth(1).unwrap_or("");
         below.matches(['▀', '▄']).count() > 20
     };
     let mut screen = tmux.capture();
@@ -484,7 +484,7 @@ async fn the_terminals_answer_at_start_leaves_nothing_behind() {
     }
     tmux.type_text("!python3 mkpng.py");
     tmux.send(&["Enter"]);
-    tmux.wait_for("🖼 image 1: plot.png").await;
+    tmux.wait_for("◧ image 1: plot.png").await;
     tmux.send(&["M-i"]);
     let screen = tmux.wait_for("drawn with").await;
     // tmux has no kitty graphics: half-blocks (or sixel, where tmux was built with it).
