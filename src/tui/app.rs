@@ -642,6 +642,10 @@ impl App {
                 }
             }
             Event::Notice { message } => {
+                // The viewer covers the chat: what is said while it is open shows in it too.
+                if self.images.viewer.is_some() {
+                    self.images.said = Some(message.clone());
+                }
                 // A notice about a block that is about to run ("auto-run is on") goes above
                 // the block's line, which later shows its result.
                 let before_block = matches!(

@@ -109,10 +109,13 @@ pub fn draw_viewer(frame: &mut Frame, app: &App, area: Rect) {
     };
     if let Some(row) = path_row {
         frame.render_widget(
-            Paragraph::new(Line::styled(
-                crate::safe_text::visible_line(&shown.image.path.display().to_string()),
-                theme.muted,
-            )),
+            Paragraph::new(match &app.images.said {
+                Some(said) => Line::styled(crate::safe_text::visible_line(said), theme.error),
+                None => Line::styled(
+                    crate::safe_text::visible_line(&shown.image.path.display().to_string()),
+                    theme.muted,
+                ),
+            }),
             row,
         );
     }

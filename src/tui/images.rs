@@ -23,6 +23,9 @@ pub struct Images {
     /// Each block that made images, in the order they ran.
     pub blocks: Vec<(BlockId, Vec<Image>)>,
     pub viewer: Option<Viewer>,
+    /// What was said while the viewer was open (opening the file failed): shown in it,
+    /// since the chat is behind it.
+    pub said: Option<String>,
     pub cache: ImageCache,
 }
 
@@ -311,6 +314,7 @@ impl App {
             && let Some(at) = self.images.first_of(id)
         {
             self.images.viewer = Some(Viewer { at });
+            self.images.said = None;
         }
         Vec::new()
     }
@@ -369,6 +373,7 @@ impl App {
             self.images.viewer = None;
         } else {
             self.images.viewer = Some(Viewer { at });
+            self.images.said = None;
         }
         Some(Vec::new())
     }

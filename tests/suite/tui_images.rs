@@ -222,6 +222,14 @@ fn the_viewer_opens_from_the_chat_steps_and_closes() {
         app.update(key(KeyCode::Char('o'))),
         vec![Effect::Open(paths[1].clone())]
     );
+    // A failure to open it is said in the viewer, which covers the chat.
+    app.update(Msg::Engine(Event::Notice {
+        message: "no system image viewer: xdg-open was not found in PATH".into(),
+    }));
+    let s = screen(&mut app, 100, 30);
+    assert!(s.contains("no system image viewer"), "{s}");
+    app.update(key(KeyCode::Left));
+    assert!(!screen(&mut app, 100, 30).contains("no system image viewer"));
     // Esc closes; q too.
     app.update(key(KeyCode::Esc));
     assert!(app.images.viewer.is_none());
