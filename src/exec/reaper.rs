@@ -87,6 +87,13 @@ pub fn left_running() -> Option<String> {
     left.extend(carrying_owner());
     left.sort_by_key(|s| s.pid);
     left.dedup_by_key(|s| s.pid);
+    // A kernel's own process killed a moment ago (a sandbox's bwrap) may still be on its
+    // way out: what is gone within a short while was not left running.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(300);
+    while !left.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        left.retain(|s| still_running(s.pid));
+    }
     if left.is_empty() {
         return None;
     }
@@ -101,6 +108,15 @@ pub fn left_running() -> Option<String> {
         if left.len() == 1 { "it" } else { "them" },
         pids.join(" ")
     ))
+}
+
+/// Alive and not a zombie (a zombie has ended; only its parent has not reaped it).
+fn still_running(pid: i32) -> bool {
+    #[cfg(target_os = "linux")]
+    let ended = proc_stat(pid).is_some_and(|s| s.state == 'Z' || s.state == 'X');
+    #[cfg(not(target_os = "linux"))]
+    let ended = false;
+    proc_alive(pid) && !ended
 }
 
 fn proc_alive(pid: i32) -> bool {
