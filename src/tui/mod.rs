@@ -7,6 +7,7 @@
 //! output becomes one frame and an idle workbench uses no CPU.
 
 pub mod app;
+mod app_events;
 mod bars;
 mod bindings;
 pub mod browser;
