@@ -75,7 +75,7 @@ mod tests {
                 width: None,
                 height: None,
                 source: ImageSource::File {
-                    path: PathBuf::from("/work/x.svg"),
+                    path: PathBuf::from("/home/ada/project/x.svg"),
                 },
             },
         ];

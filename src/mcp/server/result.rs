@@ -302,7 +302,7 @@ mod tests {
                 width: None,
                 height: None,
                 source: ImageSource::File {
-                    path: "/work/plot.svg".into(),
+                    path: "/home/ada/project/plot.svg".into(),
                 },
             },
         ];
@@ -327,9 +327,12 @@ mod tests {
         assert_eq!(s["images"][0]["width"], 4);
         assert_eq!(s["images"][0]["origin"], "figure");
         assert_eq!(s["images"][1]["format"], "svg");
-        assert_eq!(s["images"][1]["origin"], "/work/plot.svg");
+        assert_eq!(s["images"][1]["origin"], "/home/ada/project/plot.svg");
         let text = r.content[0].as_text().unwrap().text.clone();
-        assert!(text.contains("image 2: /work/plot.svg, SVG"), "{text}");
+        assert!(
+            text.contains("image 2: /home/ada/project/plot.svg, SVG"),
+            "{text}"
+        );
     }
 
     #[test]
