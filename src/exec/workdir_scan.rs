@@ -17,7 +17,7 @@ use crate::protocol::ImageFormat;
 /// Looked through this deep below the root (the root's own entries are depth 0).
 const DEPTH: usize = 4;
 /// Entries remembered at most (a block run in a home directory must not cost seconds).
-pub(super) const ENTRIES: usize = 10_000;
+const ENTRIES: usize = 10_000;
 /// Directories never looked into: tools' caches and dependencies, not what a block drew.
 const SKIPPED_DIRS: [&str; 6] = [
     "node_modules",
@@ -158,30 +158,59 @@ impl Tree {
         let Some(time) = modified(dir) else {
             return;
         };
-        let Ok(read) = std::fs::read_dir(dir) else {
+        let Some(listing) = list(dir, depth, &mut self.entries, &mut self.cut) else {
             return;
         };
         self.dirs.insert(dir.to_path_buf(), (time, depth));
-        for entry in read.flatten() {
-            if self.entries >= ENTRIES {
-                self.cut = true;
-                return;
-            }
-            self.entries += 1;
-            // Not followed through links: a link may lead anywhere, and loop.
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if kind.is_dir() {
-                if descend(&entry.file_name(), depth) && !self.dirs.contains_key(&path) {
-                    self.read(&path, depth + 1, ignored);
-                }
-            } else if kind.is_file() && ImageFormat::from_path(&path).is_some() {
-                self.images.insert(path);
+        self.images.extend(listing.images);
+        for sub in listing.dirs {
+            if !self.dirs.contains_key(&sub) {
+                self.read(&sub, depth + 1, ignored);
             }
         }
     }
+}
+
+/// What one directory holds that is looked at: the directories to look into, the image
+/// files.
+pub(super) struct Listing {
+    pub dirs: Vec<PathBuf>,
+    pub images: Vec<PathBuf>,
+}
+
+/// Lists `dir` (at `depth`), counting its entries against `ENTRIES` in `entries`; `cut` is
+/// set when the count runs out. None when it cannot be read.
+pub(super) fn list(
+    dir: &Path,
+    depth: usize,
+    entries: &mut usize,
+    cut: &mut bool,
+) -> Option<Listing> {
+    let read = std::fs::read_dir(dir).ok()?;
+    let mut listing = Listing {
+        dirs: Vec::new(),
+        images: Vec::new(),
+    };
+    for entry in read.flatten() {
+        if *entries >= ENTRIES {
+            *cut = true;
+            break;
+        }
+        *entries += 1;
+        // Not followed through links: a link may lead anywhere, and loop.
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() {
+            if descend(&entry.file_name(), depth) {
+                listing.dirs.push(path);
+            }
+        } else if kind.is_file() && ImageFormat::from_path(&path).is_some() {
+            listing.images.push(path);
+        }
+    }
+    Some(listing)
 }
 
 /// Whether a directory named `name` at `depth` is looked into: not too deep, not hidden,

@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::workdir_scan::{ENTRIES, descend, modified};
+use super::workdir_scan::{descend, list, modified};
 use crate::protocol::ImageFormat;
 
 const MASK: u32 = libc::IN_CLOSE_WRITE
@@ -88,29 +88,17 @@ impl Watch {
             return;
         }
         self.dirs.insert(wd, (dir.to_path_buf(), depth));
-        let Ok(read) = std::fs::read_dir(dir) else {
+        let Some(listing) = list(dir, depth, &mut self.entries, &mut self.cut) else {
             return;
         };
-        for entry in read.flatten() {
-            if self.entries >= ENTRIES {
-                self.cut = true;
-                return;
-            }
-            self.entries += 1;
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if kind.is_dir() {
-                if descend(&entry.file_name(), depth) {
-                    self.add(&path, depth + 1, since, ignored, out);
-                }
-            } else if kind.is_file()
-                && ImageFormat::from_path(&path).is_some()
-                && modified(&path).is_some_and(|t| t >= since)
-            {
-                out.push(path);
-            }
+        out.extend(
+            listing
+                .images
+                .into_iter()
+                .filter(|path| modified(path).is_some_and(|t| t >= since)),
+        );
+        for sub in listing.dirs {
+            self.add(&sub, depth + 1, since, ignored, out);
         }
     }
 
@@ -172,7 +160,7 @@ impl Watch {
                 if mask & libc::IN_ISDIR != 0 {
                     if mask & (libc::IN_CREATE | libc::IN_MOVED_TO) != 0
                         && descend(OsStr::from_bytes(name), depth)
-                        && self.entries < ENTRIES
+                        && !self.cut
                     {
                         self.add(&path, depth + 1, since, ignored, &mut out);
                     }
