@@ -22,6 +22,16 @@ fn venv_path() -> OsString {
     path
 }
 
+/// The binary, its kernels finding the test virtual environment's python first, with no
+/// key from this environment and nothing to read.
+fn oi_tui() -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"));
+    cmd.env("PATH", venv_path())
+        .env_remove("OPENAI_API_KEY")
+        .stdin(std::process::Stdio::null());
+    cmd
+}
+
 /// Kernels whose python has matplotlib, keeping images in a directory of their own.
 fn plotting_kernels() -> (Kernels, tempfile::TempDir, PathBuf) {
     let keep = tempfile::tempdir().expect("temp dir");
@@ -223,16 +233,13 @@ async fn a_session_keeps_its_images_until_it_is_deleted() {
     .await;
     let data = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+    let out = oi_tui()
         .args(["--task", "chart", "--model", "openai/scripted", "-y"])
         .args(["--api-base", &server.base("openai")])
         .arg("--data-dir")
         .arg(data.path())
         .arg("--cwd")
         .arg(work.path())
-        .env("PATH", venv_path())
-        .env_remove("OPENAI_API_KEY")
-        .stdin(std::process::Stdio::null())
         .output()
         .await
         .unwrap();
@@ -263,7 +270,7 @@ async fn a_session_keeps_its_images_until_it_is_deleted() {
     assert!(column.contains(&format!("\"images/{id}/")), "{column}");
 
     // The transcript links the image, so that a Markdown previewer shows it.
-    let shown = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+    let shown = oi_tui()
         .args(["sessions", "show", &id])
         .arg("--data-dir")
         .arg(data.path())
@@ -277,7 +284,7 @@ async fn a_session_keeps_its_images_until_it_is_deleted() {
         "{shown}"
     );
 
-    let deleted = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+    let deleted = oi_tui()
         .args(["sessions", "delete", &id])
         .arg("--data-dir")
         .arg(data.path())
@@ -294,15 +301,13 @@ async fn a_session_keeps_its_images_until_it_is_deleted() {
 async fn oi_tui_run_lists_images_and_keeps_them_with_keep_images() {
     let work = tempfile::tempdir().unwrap();
     let keep = work.path().join("kept");
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+    let out = oi_tui()
         .args(["run", "python", "-c"])
         .arg("from PIL import Image\nImage.new('RGB', (9, 4)).show()")
         .arg("--cwd")
         .arg(work.path())
         .arg("--keep-images")
         .arg(&keep)
-        .env("PATH", venv_path())
-        .stdin(std::process::Stdio::null())
         .output()
         .await
         .unwrap();
@@ -314,13 +319,11 @@ async fn oi_tui_run_lists_images_and_keeps_them_with_keep_images() {
     assert_eq!(png_size(&kept), (9, 4));
     assert!(!err.contains("removed when"), "{err}");
 
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+    let out = oi_tui()
         .args(["run", "python", "-c"])
         .arg("from PIL import Image\nImage.new('RGB', (9, 4)).show()")
         .arg("--cwd")
         .arg(work.path())
-        .env("PATH", venv_path())
-        .stdin(std::process::Stdio::null())
         .output()
         .await
         .unwrap();
@@ -399,21 +402,18 @@ async fn a_relative_data_directory_keeps_image_paths_that_hold_from_anywhere() {
     .await;
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir(home.path().join("work")).unwrap();
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+    let out = oi_tui()
         .args(["--task", "img", "--model", "openai/scripted", "-y"])
         .args(["--api-base", &server.base("openai")])
         .args(["--data-dir", "data", "--cwd", "work"])
         .current_dir(home.path())
-        .env("PATH", venv_path())
-        .env_remove("OPENAI_API_KEY")
-        .stdin(std::process::Stdio::null())
         .output()
         .await
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     // The transcript, read through the relative data directory, links the image by a
     // path that holds from anywhere (a Markdown file written elsewhere finds it).
-    let shown = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"))
+    let shown = oi_tui()
         .args(["sessions", "show", "last", "--data-dir", "data"])
         .current_dir(home.path())
         .output()
