@@ -13,9 +13,9 @@ use crate::protocol::{Image, ImageFormat, ImageSource, human_bytes};
 /// The variable that tells a driver where to save the figures a block shows.
 pub(crate) const FIGURES_VAR: &str = "OI_TUI_IMAGES";
 /// Images kept of one block at most; the rest are named in a note.
-const MAX_IMAGES: usize = 20;
+pub(crate) const MAX_IMAGES: usize = 20;
 /// An image file larger than this is not kept (a note says so).
-const MAX_BYTES: u64 = 50 * 1024 * 1024;
+pub(crate) const MAX_BYTES: u64 = 50 * 1024 * 1024;
 /// What gathering found.
 #[derive(Debug, Default)]
 pub(crate) struct Gathered {
@@ -68,6 +68,16 @@ pub(crate) fn gather(
             }
         }
     }
+    let kept = keep_found(found, keep, block);
+    gathered.images = kept.images;
+    gathered.notes = kept.notes;
+    gathered
+}
+
+/// Keeps what was found (local files: figures are moved, files copied) into `keep`,
+/// numbered from 1 as `BLOCK-N.EXT`, with notes for what could not be kept.
+pub(crate) fn keep_found(found: Vec<(PathBuf, ImageSource)>, keep: &Path, block: u64) -> Gathered {
+    let mut gathered = Gathered::default();
     if found.is_empty() {
         return gathered;
     }
@@ -120,10 +130,12 @@ fn file_source(path: &Path) -> ImageSource {
     }
 }
 
-fn shown_name(path: &Path, source: &ImageSource) -> String {
+/// An image as the person knows it: a file by the path the block wrote it at (a remote
+/// one's, not that of the local copy it was fetched to).
+fn shown_name(_local: &Path, source: &ImageSource) -> String {
     match source {
         ImageSource::Figure => "a figure".to_string(),
-        ImageSource::File { .. } => path.display().to_string(),
+        ImageSource::File { path } => path.display().to_string(),
     }
 }
 

@@ -50,9 +50,23 @@ pub(crate) struct Kernel {
     handed_at: Option<std::time::SystemTime>,
     language: Language,
     process: PtyProcess,
-    control_fifo: File,
     nonce: String,
-    dir: tempfile::TempDir,
+    place: Place,
+}
+
+/// Where the interpreter runs.
+enum Place {
+    /// Here: its private directory and the write end of its control FIFO.
+    Local {
+        control_fifo: File,
+        dir: tempfile::TempDir,
+    },
+    /// On a host over SSH: `ssh -tt` runs in the local PTY; the helper there knows the
+    /// kernel by `name` (its directory in the session's one).
+    Remote {
+        link: std::sync::Arc<super::remote::Link>,
+        name: String,
+    },
 }
 
 /// How the wait for a block ended.
@@ -64,8 +78,15 @@ enum End {
 
 impl Drop for Kernel {
     fn drop(&mut self) {
-        // The directory goes with `dir`, right after this.
-        super::tempdirs::forget(self.dir.path());
+        match &self.place {
+            // The directory goes with `dir`, right after this.
+            Place::Local { dir, .. } => super::tempdirs::forget(dir.path()),
+            // The kernel there, what it started and its directory; the local `ssh` goes
+            // with `process`.
+            Place::Remote { link, name } => {
+                link.send(|seq| format!("oi_kill {seq} {name}\n"));
+            }
+        }
     }
 }
 
@@ -150,14 +171,152 @@ impl Kernel {
             handed_at: None,
             language,
             process,
-            control_fifo,
             nonce: uuid::Uuid::new_v4().simple().to_string(),
-            dir,
+            place: Place::Local { control_fifo, dir },
         })
+    }
+
+    /// Starts a kernel on the link's host: its driver and interpreter's command line go
+    /// there first (once a session), then `ssh -tt` starts it in a PTY there. Err: one
+    /// sentence for the person.
+    pub async fn start_remote(
+        language: Language,
+        link: std::sync::Arc<super::remote::Link>,
+        prefix: &[String],
+        size: PtySize,
+    ) -> Result<Kernel, String> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        if crate::shutdown::leaving() {
+            return Err("oi-tui is stopping: no kernel starts".to_string());
+        }
+        let run_line = super::remote::run_line(&link, language, prefix)?;
+        link.prepare(language, &run_line).await?;
+        let name = format!(
+            "k{}",
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        link.call(|seq| format!("oi_kernel {seq} {name}\n"))
+            .await
+            .map_err(|e| {
+                format!(
+                    "Cannot start the {language} kernel on {}: {e}.",
+                    link.target.name
+                )
+            })?;
+        let cmd = link.kernel_command(language, &name);
+        let process = PtyProcess::spawn(cmd, size).map_err(|e| {
+            format!(
+                "Cannot start the {language} kernel on {}: {e}.",
+                link.target.name
+            )
+        })?;
+        Ok(Kernel {
+            handed_at: None,
+            language,
+            process,
+            nonce: uuid::Uuid::new_v4().simple().to_string(),
+            place: Place::Remote { link, name },
+        })
+    }
+
+    /// The link of a kernel that runs on another host.
+    pub fn link(&self) -> Option<&std::sync::Arc<super::remote::Link>> {
+        match &self.place {
+            Place::Remote { link, .. } => Some(link),
+            Place::Local { .. } => None,
+        }
+    }
+
+    /// The helper's name for a remote kernel.
+    pub fn remote_name(&self) -> Option<&str> {
+        match &self.place {
+            Place::Remote { name, .. } => Some(name),
+            Place::Local { .. } => None,
+        }
+    }
+
+    /// Sends SIGINT to the foreground process group of the kernel's terminal.
+    fn interrupt(&self) {
+        match &self.place {
+            Place::Local { .. } => self.process.control.interrupt(),
+            Place::Remote { link, name } => {
+                if link.is_lost() {
+                    // Nothing to reach there: the local `ssh` passes Ctrl-C on, if anything.
+                    let _ = self.process.control.write_input(&[0x03]);
+                } else {
+                    link.send(|seq| format!("oi_signal {seq} {name} INT\n"));
+                }
+            }
+        }
+    }
+
+    /// Kills the kernel and what it started; returns what survived (here only).
+    async fn kill(&self) -> Vec<super::reaper::Survivor> {
+        if let Place::Remote { link, name } = &self.place
+            && !link.is_lost()
+        {
+            let _ = tokio::time::timeout(
+                REAP_WAIT,
+                link.call(|seq| format!("oi_kill {seq} {name}\n")),
+            )
+            .await;
+        }
+        self.process.control.kill();
+        Vec::new()
+    }
+
+    /// The processes of the kernel terminal's foreground group that wait for keyboard input.
+    async fn terminal_readers(&self) -> Vec<i32> {
+        match &self.place {
+            Place::Local { .. } => self.process.control.terminal_readers(),
+            Place::Remote { link, name } => {
+                let asked = tokio::time::timeout(
+                    Duration::from_secs(1),
+                    link.call(|seq| format!("oi_readers {seq} {name}\n")),
+                )
+                .await;
+                match asked {
+                    Ok(Ok(reply)) => reply
+                        .values("READER")
+                        .filter_map(|p| p.trim().parse().ok())
+                        .collect(),
+                    _ => Vec::new(),
+                }
+            }
+        }
+    }
+
+    /// Sends `signal` to processes of the kernel's (their pids as the kernel's host knows
+    /// them).
+    fn signal(&self, pids: &[i32], signal: i32) {
+        match &self.place {
+            Place::Local { .. } => {
+                for &pid in pids {
+                    // SAFETY: kill(2) on a process of this kernel's session.
+                    unsafe {
+                        libc::kill(pid, signal);
+                    }
+                }
+            }
+            Place::Remote { link, .. } => {
+                let name = if signal == libc::SIGKILL {
+                    "KILL"
+                } else {
+                    "HUP"
+                };
+                let list: Vec<String> = pids.iter().map(i32::to_string).collect();
+                let list = list.join(" ");
+                link.send(|seq| format!("oi_signal_pids {seq} {name} {list}\n"));
+            }
+        }
     }
 
     pub fn control(&self) -> std::sync::Arc<PtyControl> {
         self.process.control.clone()
+    }
+
+    pub fn language(&self) -> Language {
+        self.language
     }
 
     pub fn pid(&self) -> i32 {
@@ -172,25 +331,31 @@ impl Kernel {
         self.handed_at
     }
 
-    /// Where the driver saves the figures a block shows.
-    pub fn figures_dir(&self) -> PathBuf {
-        self.dir.path().join("images")
+    /// The kernel's private directory (the driver, the control FIFO, the blocks' code);
+    /// None for a kernel on another host.
+    pub fn dir(&self) -> Option<&Path> {
+        match &self.place {
+            Place::Local { dir, .. } => Some(dir.path()),
+            Place::Remote { .. } => None,
+        }
     }
 
-    /// The kernel's private directory (the driver, the control FIFO, the blocks' code).
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
+    /// Where the driver saves the figures a block shows (here).
+    pub fn figures_dir(&self) -> Option<PathBuf> {
+        self.dir().map(|d| d.join("images"))
     }
 
     /// The interpreter's working directory now (Linux; elsewhere None), which a block may
     /// have changed (`os.chdir`, `cd`).
     pub fn current_dir(&self) -> Option<PathBuf> {
+        self.dir()?;
         std::fs::read_link(format!("/proc/{}/cwd", self.pid())).ok()
     }
 
-    /// The interpreter's standard streams that are closed (Linux; elsewhere none known).
+    /// The interpreter's standard streams that are closed (Linux, here; elsewhere none
+    /// known).
     pub fn closed_stdio(&self) -> Vec<&'static str> {
-        if !cfg!(target_os = "linux") {
+        if !cfg!(target_os = "linux") || self.dir().is_none() {
             return Vec::new();
         }
         let pid = self.pid();
@@ -234,17 +399,33 @@ impl Kernel {
         };
         set_waiting(false);
         self.pass_idle_output(sink);
-        self.process.control.restore_modes();
+        if self.dir().is_some() {
+            // (`ssh` keeps the local PTY raw for a remote kernel: not to be undone.)
+            self.process.control.restore_modes();
+        }
         // oi-tui leaving (a signal, a fatal error) removes the kernel's directory: a block
         // not handed over by then, or whose hand-over failed for that, did not run.
         let handed = if crate::shutdown::leaving() {
             None
         } else {
-            Some(self.hand_over(block_id, code))
+            Some(self.hand_over(block_id, code).await)
         };
         let block_file = match handed {
             Some(Ok(path)) => path,
             Some(Err(e)) if !crate::shutdown::leaving() => {
+                if let Some(link) = self.link()
+                    && link.is_lost()
+                {
+                    return RunResult::unavailable(
+                        block_id,
+                        self.language,
+                        format!(
+                            "{}, so the block was not handed over: it did not run, and the {} kernel's state there is lost. The next block reconnects.",
+                            link.loss().await,
+                            self.language
+                        ),
+                    );
+                }
                 return RunResult::unavailable(
                     block_id,
                     self.language,
@@ -307,7 +488,7 @@ impl Kernel {
                     None => {
                         let _ = timeout(REAP_WAIT, self.process.exit.wait_for(Option::is_some)).await;
                         if self.process.exited().is_none() {
-                            survivors = self.process.control.kill();
+                            survivors = self.kill().await;
                             break End::Killed(self.await_exit().await);
                         }
                     }
@@ -315,25 +496,25 @@ impl Kernel {
                 _ = self.process.exit.changed() => {}
                 _ = probe.tick() => {
                     if last_output.elapsed() >= QUIET {
-                        let waits = self.process.control.waits_for_input();
-                        set_waiting(waits);
-                        if waits && opts.stdin_eof {
-                            self.starve(&mut starved, opts, &mut grace);
+                        let readers = self.terminal_readers().await;
+                        set_waiting(!readers.is_empty());
+                        if !readers.is_empty() && opts.stdin_eof {
+                            self.starve(&mut starved, opts, &mut grace).await;
                         }
                     }
                 }
                 _ = interrupt.notified() => {
                     interrupted = true;
-                    self.process.control.interrupt();
+                    self.interrupt();
                     grace.get_or_insert(tokio::time::Instant::now() + opts.grace);
                 }
                 _ = sleep_until(deadline.map_or(far, tokio::time::Instant::from_std)), if deadline.is_some() && !timed_out => {
                     timed_out = true;
-                    self.process.control.interrupt();
+                    self.interrupt();
                     grace.get_or_insert(tokio::time::Instant::now() + opts.grace);
                 }
                 _ = sleep_until(grace.unwrap_or(far)), if grace.is_some() => {
-                    survivors = self.process.control.kill();
+                    survivors = self.kill().await;
                     let _ = self.drain(&mut scanner, &mut capture, sink).await;
                     break End::Killed(self.await_exit().await);
                 }
@@ -344,7 +525,9 @@ impl Kernel {
             sink(b);
             capture.feed(b);
         });
-        let _ = std::fs::remove_file(block_file);
+        if self.dir().is_some() {
+            let _ = std::fs::remove_file(block_file);
+        }
 
         let output_bytes = capture.total_bytes();
         let text = capture.finish();
@@ -394,6 +577,21 @@ impl Kernel {
                 result.notes.push(
                     "oi-tui was stopped (a signal, or a fatal error) while this block ran, and stopped it with everything it started.".to_string(),
                 );
+            }
+            End::Exited(_) if self.connection_lost().await => {
+                let link = self
+                    .link()
+                    .map(|l| l.target.name.clone())
+                    .unwrap_or_default();
+                let loss = match self.link() {
+                    Some(l) => l.loss().await,
+                    None => String::new(),
+                };
+                result.state_lost = true;
+                result.notes.push(format!(
+                    "{loss} while this block ran: the block ended with it, and the {lang} kernel's state on {link} (variables, imports, working directory) is lost. What it started there was stopped with the connection; the next block reconnects and starts a fresh kernel.",
+                    lang = self.language,
+                ));
             }
             End::Exited(info) => {
                 result.exit_code = info.code;
@@ -448,8 +646,21 @@ impl Kernel {
         result
     }
 
+    /// Whether a remote kernel ended because its connection did.
+    async fn connection_lost(&self) -> bool {
+        let Some(link) = self.link() else {
+            return false;
+        };
+        // The master notices a moment after the kernel's channel does.
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+        while !link.is_lost() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        link.is_lost()
+    }
+
     /// A block waits for keyboard input nobody can type: the next step of `Starved`.
-    fn starve(
+    async fn starve(
         &self,
         starved: &mut Starved,
         opts: &RunOptions,
@@ -464,47 +675,77 @@ impl Kernel {
             }
             None => {
                 starved.hung_up = Some(now);
-                let readers = control.terminal_readers();
-                let kernel = self.pid();
-                let others: Vec<i32> = readers.iter().copied().filter(|&p| p != kernel).collect();
-                for &pid in &others {
-                    // SAFETY: kill(2) on a process of this kernel's session.
-                    unsafe {
-                        libc::kill(pid, libc::SIGHUP);
-                    }
-                }
+                let readers = self.terminal_readers().await;
+                let kernel = self.interpreter_pid().await;
+                let others: Vec<i32> = readers
+                    .iter()
+                    .copied()
+                    .filter(|&p| Some(p) != kernel)
+                    .collect();
+                self.signal(&others, libc::SIGHUP);
                 if others.is_empty() {
                     // The interpreter itself reads: its driver ends the block on SIGINT.
-                    control.interrupt();
+                    self.interrupt();
                 }
                 grace.get_or_insert(now + HANGUP_WAIT + opts.grace);
             }
             Some(when) if !starved.killed && now.duration_since(when) >= HANGUP_WAIT => {
                 starved.killed = true;
-                let kernel = self.pid();
-                for pid in control.terminal_readers() {
-                    if pid != kernel {
-                        // SAFETY: kill(2) on a process of this kernel's session.
-                        unsafe {
-                            libc::kill(pid, libc::SIGKILL);
-                        }
-                    }
-                }
+                let kernel = self.interpreter_pid().await;
+                let readers: Vec<i32> = self
+                    .terminal_readers()
+                    .await
+                    .into_iter()
+                    .filter(|&p| Some(p) != kernel)
+                    .collect();
+                self.signal(&readers, libc::SIGKILL);
             }
             Some(_) => {}
         }
     }
 
+    /// The interpreter's process id, as its host knows it (None: unknown).
+    async fn interpreter_pid(&self) -> Option<i32> {
+        match &self.place {
+            Place::Local { .. } => Some(self.pid()),
+            Place::Remote { link, name } => link
+                .call(|seq| format!("oi_pid {seq} {name}\n"))
+                .await
+                .ok()?
+                .values("PID")
+                .next()?
+                .trim()
+                .parse()
+                .ok(),
+        }
+    }
+
     /// Writes the block's file and tells the driver to run it.
-    fn hand_over(&mut self, block_id: u64, code: &str) -> io::Result<PathBuf> {
-        let path = self
-            .dir
-            .path()
-            .join(format!("block-{block_id}.{}", self.language.extension()));
+    async fn hand_over(&mut self, block_id: u64, code: &str) -> io::Result<PathBuf> {
+        let extension = self.language.extension();
+        let (dir, control_fifo) = match &mut self.place {
+            Place::Local { dir, control_fifo } => (dir.path().to_path_buf(), control_fifo),
+            Place::Remote { link, name } => {
+                if code.contains('\0') {
+                    return Err(io::Error::other(
+                        "the code holds a NUL byte, which cannot be sent to a remote host",
+                    ));
+                }
+                let nonce = &self.nonce;
+                let code = super::remote::sh_quote(code);
+                let command = |seq: u64| {
+                    format!("oi_block {seq} {name} {block_id} {nonce} {extension} {code}\n")
+                };
+                link.call(command).await.map_err(io::Error::other)?;
+                self.handed_at = Some(std::time::SystemTime::now());
+                return Ok(PathBuf::from(format!("block-{block_id}.{extension}")));
+            }
+        };
+        let path = dir.join(format!("block-{block_id}.{extension}"));
         write_private(&path, code.as_bytes())?;
         self.handed_at = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
         let line = format!("{block_id} {} {}\n", self.nonce, path.display());
-        self.control_fifo.write_all(line.as_bytes())?;
+        control_fifo.write_all(line.as_bytes())?;
         Ok(path)
     }
 
@@ -536,7 +777,7 @@ impl Kernel {
             .await
             .is_ok();
         if !waited {
-            let _ = self.process.control.kill();
+            let _ = self.kill().await;
             let _ = timeout(REAP_WAIT, self.process.exit.wait_for(Option::is_some)).await;
         }
         self.process.exited().unwrap_or(ExitInfo {
@@ -582,7 +823,7 @@ fn make_fifo(path: &Path) -> io::Result<()> {
 }
 
 /// The driver file for a language: its name in the kernel's directory and its source.
-fn driver(language: Language) -> (&'static str, &'static str) {
+pub(crate) fn driver(language: Language) -> (&'static str, &'static str) {
     match language {
         Language::Python => ("driver.py", include_str!("../../assets/drivers/python.py")),
         Language::Shell => ("driver.sh", include_str!("../../assets/drivers/shell.sh")),

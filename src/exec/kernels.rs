@@ -48,6 +48,36 @@ pub struct KernelConfig {
     /// Where the images blocks make are kept (the session's image directory); None: a
     /// private directory in the temp dir, removed when oi-tui leaves.
     pub image_dir: Option<PathBuf>,
+    /// Where kernels run: here, or on a host over SSH.
+    pub executor: Executor,
+    /// The session the kernels belong to (remote kernels carry it as `OI_TUI_SESSION`).
+    pub session_id: Option<String>,
+    /// The command remote kernels start under there (a sandbox there); empty: none.
+    pub remote_prefix: Vec<String>,
+}
+
+/// Where kernels run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Executor {
+    /// On this machine.
+    #[default]
+    Local,
+    /// On a host, through the system's `ssh`.
+    Ssh(super::remote::SshTarget),
+}
+
+impl Executor {
+    /// How the person knows it: `local`, or the executor's (host's) name.
+    pub fn name(&self) -> &str {
+        match self {
+            Executor::Local => "local",
+            Executor::Ssh(target) => &target.name,
+        }
+    }
+
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Executor::Ssh(_))
+    }
 }
 
 impl Default for KernelConfig {
@@ -65,6 +95,9 @@ impl Default for KernelConfig {
             launch_refusal: None,
             default_timeout: None,
             image_dir: None,
+            executor: Executor::Local,
+            session_id: None,
+            remote_prefix: Vec::new(),
         }
     }
 }
@@ -141,6 +174,8 @@ pub struct Kernels {
     scan_cut_said: std::sync::atomic::AtomicBool,
     /// What is known of the directories blocks may write images in.
     scans: Mutex<super::workdir_scan::Scans>,
+    /// The connection to the executor's host, once made.
+    link: tokio::sync::Mutex<Option<Arc<super::remote::Link>>>,
 }
 
 impl Kernels {
@@ -158,6 +193,7 @@ impl Kernels {
             spare_images: Mutex::new(None),
             scan_cut_said: std::sync::atomic::AtomicBool::new(false),
             scans: Mutex::new(Default::default()),
+            link: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -177,6 +213,54 @@ impl Kernels {
             cols,
             ..self.config.clone()
         })
+    }
+
+    /// A new set of kernels like these, on another executor (and under the sandbox the
+    /// caller resolved for it). None start until their first block.
+    pub fn moved(&self, config: KernelConfig) -> Kernels {
+        let (rows, cols) = self.current_size();
+        Kernels::new(KernelConfig {
+            rows,
+            cols,
+            ..config
+        })
+    }
+
+    /// The connection to the executor's host: the live one, or a new one. Also says
+    /// whether an earlier connection had dropped. Err: one sentence naming the host.
+    pub async fn connect(&self) -> Result<(Arc<super::remote::Link>, bool), String> {
+        let Executor::Ssh(target) = &self.config.executor else {
+            return Err("kernels run on this machine".to_string());
+        };
+        let mut slot = self.link.lock().await;
+        let mut dropped = false;
+        if let Some(link) = slot.as_ref() {
+            if !link.is_lost() {
+                return Ok((link.clone(), false));
+            }
+            dropped = true;
+        }
+        // A dead link's master and directory go first.
+        slot.take();
+        let how = super::remote::LinkEnv {
+            env: self.ssh_env(),
+            clear_env: self.config.clear_env,
+            session: self.config.session_id.clone(),
+        };
+        let link = Arc::new(super::remote::Link::connect(target, &how).await?);
+        *slot = Some(link.clone());
+        Ok((link, dropped))
+    }
+
+    /// The live connection, if any (without making one).
+    pub async fn link(&self) -> Option<Arc<super::remote::Link>> {
+        self.link.lock().await.clone().filter(|l| !l.is_lost())
+    }
+
+    /// The environment `ssh` gets: the kernels' own (secrets filtered out by the engine),
+    /// so that no `SendEnv` can carry a secret to the host.
+    fn ssh_env(&self) -> Vec<(OsString, OsString)> {
+        self.config.env.clone()
     }
 
     /// Runs a block in its language's kernel, starting the kernel if needed. Every output
@@ -206,12 +290,31 @@ impl Kernels {
                 block.language
             ));
         }
+        if self.config.executor.is_remote() {
+            match self.connect().await {
+                Ok((_, true)) => {
+                    kernels.clear();
+                    restarted_note = Some(format!(
+                        "The connection to {} had dropped since the last block; oi-tui connected again, and this block ran in a fresh {} kernel, without the earlier state.",
+                        self.config.executor.name(),
+                        block.language
+                    ));
+                }
+                Ok(_) => {}
+                Err(message) => {
+                    kernels.clear();
+                    return RunResult::unavailable(id, block.language, message);
+                }
+            }
+        }
         let kernel = match kernels.entry(block.language) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => match self.start(block.language) {
-                Ok(kernel) => e.insert(kernel),
-                Err(message) => return RunResult::unavailable(id, block.language, message),
-            },
+            std::collections::hash_map::Entry::Vacant(e) => {
+                match self.start(block.language).await {
+                    Ok(kernel) => e.insert(kernel),
+                    Err(message) => return RunResult::unavailable(id, block.language, message),
+                }
+            }
         };
         let (rows, cols) = self.current_size();
         let _ = kernel.control().resize(rows, cols);
@@ -233,7 +336,11 @@ impl Kernels {
         if let Some(note) = restarted_note {
             result.notes.insert(0, note);
         }
-        self.gather_images(kernel, &mut result);
+        if kernel.link().is_some() {
+            self.gather_remote_images(kernel, &mut result).await;
+        } else {
+            self.gather_images(kernel, &mut result);
+        }
         // A block that closed the interpreter's own standard streams (and a driver that
         // could not reopen them) leaves a kernel no later block could print from.
         let closed = kernel.closed_stdio();
@@ -258,11 +365,14 @@ impl Kernels {
         let Some(keep) = self.image_dir() else {
             return;
         };
+        let (Some(dir), Some(figures)) = (kernel.dir(), kernel.figures_dir()) else {
+            return;
+        };
         let mut roots = vec![self.config.cwd.clone()];
         roots.extend(kernel.current_dir());
-        let ignored = [keep.clone(), kernel.dir().to_path_buf()];
+        let ignored = [keep.clone(), dir.to_path_buf()];
         let sources = super::images::Sources {
-            figures: &kernel.figures_dir(),
+            figures: &figures,
             roots: &roots,
             ignored: &ignored,
             since,
@@ -281,6 +391,29 @@ impl Kernels {
         }
     }
 
+    /// Adds to the result the images a remote block made (fetched from its host).
+    async fn gather_remote_images(&self, kernel: &Kernel, result: &mut RunResult) {
+        let (Some(link), Some(name)) = (kernel.link(), kernel.remote_name()) else {
+            return;
+        };
+        if kernel.handed_at().is_none() || link.is_lost() {
+            return;
+        }
+        let Some(keep) = self.image_dir() else {
+            return;
+        };
+        let gathered = super::remote::images::gather(
+            link,
+            name,
+            result.block_id,
+            kernel.language().extension(),
+            &keep,
+        )
+        .await;
+        result.images = gathered.images;
+        result.notes.extend(gathered.notes);
+    }
+
     /// Where images are kept: the configured directory, else a private one in the temp dir.
     fn image_dir(&self) -> Option<PathBuf> {
         if let Some(dir) = &self.config.image_dir {
@@ -294,9 +427,20 @@ impl Kernels {
         spare.as_ref().map(|d| d.path().to_path_buf())
     }
 
-    fn start(&self, language: Language) -> Result<Kernel, String> {
+    async fn start(&self, language: Language) -> Result<Kernel, String> {
         if let Some(refusal) = &self.config.launch_refusal {
             return Err(format!("Cannot run {language}: {refusal}"));
+        }
+        if self.config.executor.is_remote() {
+            let (link, _) = self.connect().await?;
+            let (rows, cols) = self.current_size();
+            return Kernel::start_remote(
+                language,
+                link,
+                &self.config.remote_prefix,
+                pty_size(rows, cols),
+            )
+            .await;
         }
         let path = self.env_var("PATH");
         let shell = self.env_var("SHELL");
@@ -435,9 +579,15 @@ impl Kernels {
         pids
     }
 
-    /// Stops every kernel (and what they started). The next block starts fresh ones.
+    /// Stops every kernel (and what they started), and closes the connection to a remote
+    /// host (which cleans it). The next block starts fresh ones.
     pub async fn shutdown(&self) {
         self.kernels.lock().await.clear();
+        let link = self.link.lock().await.take();
+        if let Some(link) = link {
+            // Dropping it waits for the host to be cleaned: not on a runtime thread.
+            let _ = tokio::task::spawn_blocking(move || drop(link)).await;
+        }
     }
 
     /// Stops one language's kernel, if it runs.

@@ -18,6 +18,7 @@ mod language;
 mod marker;
 mod pty;
 pub mod reaper;
+pub mod remote;
 mod result;
 mod tempdirs;
 mod text;
@@ -26,7 +27,7 @@ mod workdir_scan;
 #[cfg(target_os = "linux")]
 mod workdir_watch;
 
-pub use kernels::{Block, KernelConfig, Kernels};
+pub use kernels::{Block, Executor, KernelConfig, Kernels};
 pub use language::Language;
 pub use pty::{ExitInfo, signal_name};
 pub use result::{RunResult, RunStatus, format_duration};

@@ -155,16 +155,6 @@ impl PtyControl {
         }
     }
 
-    /// Whether the terminal's foreground process group is blocked reading the terminal
-    /// (Linux; elsewhere always false).
-    pub fn waits_for_input(&self) -> bool {
-        let Some(tty) = &self.tty else {
-            return false;
-        };
-        self.foreground_group()
-            .is_some_and(|group| super::waiting::group_reads_terminal(self.pid, group, tty))
-    }
-
     /// The terminal's foreground process group, when it has one.
     fn foreground_group(&self) -> Option<i32> {
         self.master

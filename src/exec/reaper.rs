@@ -33,6 +33,7 @@ pub fn kill_all() {
     for session in sessions {
         kill_session_reporting(session);
     }
+    super::remote::kill_all();
     super::tempdirs::remove_all();
 }
 

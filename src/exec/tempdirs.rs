@@ -75,7 +75,7 @@ pub(crate) fn remove_all() {
 pub(crate) fn owner_of(name: &str) -> Option<i32> {
     let rest = name.strip_prefix("oi-tui-")?;
     let (kind, rest) = rest.split_once('-')?;
-    if kind != IMAGES {
+    if kind != IMAGES && kind != super::remote::SSH_DIR {
         Language::parse(kind)?;
     }
     let (pid, random) = rest.split_once('-')?;

@@ -13,12 +13,6 @@
 
 use std::path::Path;
 
-/// Whether a process of the foreground group `group`, in the session led by `session`, is
-/// blocked reading the terminal `tty`.
-pub(crate) fn group_reads_terminal(session: i32, group: i32, tty: &Path) -> bool {
-    !terminal_readers(session, group, tty).is_empty()
-}
-
 /// The processes of the foreground group `group`, in the session led by `session`, that are
 /// blocked reading the terminal `tty` (none outside Linux).
 pub(crate) fn terminal_readers(session: i32, group: i32, tty: &Path) -> Vec<i32> {

@@ -1,0 +1,311 @@
+# oi-tui's helper on a remote host: one per session, over the session's SSH connection.
+#
+# oi-tui sends this script to `/bin/sh -s`, after three settings (oi_token, oi_session,
+# oi_workdir), then calls its functions one command at a time. Every reply ends with
+# ".OK SEQ" or ".ERR SEQ MESSAGE" on a line of its own; file contents come as
+# ".DATA SEQ LENGTH", the bytes, then ".OK SEQ".
+#
+# The session's private directory is $oi_base/oi-tui-remote-TOKEN (0700): the drivers, the
+# kernel start script, one directory per kernel (its control FIFO, the blocks' code, its
+# figures). Every process a kernel starts carries OI_TUI_REMOTE=TOKEN in its environment, so
+# that when the session ends (or its connection drops: this script then reads end-of-file),
+# all of them are killed and the directory removed. Directories of sessions whose helper is
+# gone (a crash, a reboot) are cleaned at the start of the next.
+umask 077
+# A dropped connection must not stop the cleaning: no death by SIGPIPE or SIGHUP.
+trap '' PIPE HUP INT
+
+oi_fail() {
+  printf '.ERR %s %s\n' "$1" "$2"
+}
+
+# The processes whose environment holds VAR=VALUE (Linux /proc; elsewhere ps).
+oi_tagged() {
+  if [ -d /proc/self ]; then
+    grep -lsaF "$1" /proc/[0-9]*/environ 2>/dev/null | while IFS=/ read -r _ _ p _; do
+      [ "$p" = "$$" ] || printf '%s\n' "$p"
+    done
+  else
+    ps -E -ax -o pid=,command= 2>/dev/null | grep -F "$1" | while read -r p _; do
+      [ "$p" = "$$" ] || printf '%s\n' "$p"
+    done
+  fi
+}
+
+# Kills every process tagged VAR=VALUE, again until none is left (they may fork meanwhile).
+oi_kill_tagged() {
+  n=0
+  while [ "$n" -lt 5 ]; do
+    pids=$(oi_tagged "$1")
+    [ -n "$pids" ] || return 0
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null
+    n=$((n + 1))
+    sleep 0.05 2>/dev/null || sleep 1
+  done
+}
+
+# Fields of /proc/PID/stat after the command name: state ppid pgrp session tty tpgid.
+oi_stat() {
+  s=
+  read -r s <"/proc/$1/stat" 2>/dev/null || return 1
+  s=${s##*) }
+  # shellcheck disable=SC2086
+  set -- $s
+  oi_state=$1 oi_pgrp=$3 oi_sid=$4 oi_tpgid=$6
+}
+
+oi_kernel_pid() {
+  oi_pid=
+  read -r oi_pid <"$oi_dir/$1/pid" 2>/dev/null
+  [ -n "$oi_pid" ]
+}
+
+# Removes the directories of sessions whose helper is gone, and kills what they left.
+oi_sweep() {
+  for d in "$oi_base"/oi-tui-remote-*; do
+    [ -d "$d" ] && [ -O "$d" ] || continue
+    [ "$d" = "$oi_dir" ] && continue
+    p=
+    read -r p <"$d/helper.pid" 2>/dev/null
+    if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+      continue
+    fi
+    oi_kill_tagged "OI_TUI_REMOTE=${d##*/oi-tui-remote-}"
+    rm -rf "$d"
+  done
+}
+
+oi_end() {
+  oi_kill_tagged "OI_TUI_REMOTE=$oi_token"
+  rm -rf "$oi_dir"
+}
+trap 'oi_end' EXIT
+
+# 1. The private directory.
+oi_base=${TMPDIR:-/tmp}
+case $oi_base in
+  */) oi_base=${oi_base%/} ;;
+esac
+case $oi_base in
+  '' | *[!A-Za-z0-9/_.-]*) oi_base=/tmp ;;
+esac
+[ -d "$oi_base" ] && [ -w "$oi_base" ] || oi_base=/tmp
+oi_dir=$oi_base/oi-tui-remote-$oi_token
+if ! mkdir -m 700 "$oi_dir" 2>/dev/null; then
+  trap - EXIT
+  oi_fail 0 "cannot make a private directory in $oi_base"
+  exit 1
+fi
+echo "$$" >"$oi_dir/helper.pid"
+oi_sweep
+
+# 2. The working directory.
+[ -n "$oi_workdir" ] || oi_workdir=$HOME
+if ! cd "$oi_workdir" 2>/dev/null; then
+  oi_fail 0 "the working directory $oi_workdir does not exist there, or cannot be entered"
+  exit 1
+fi
+oi_workdir=$(pwd)
+printf '%s\n' "$oi_workdir" >"$oi_dir/workdir"
+
+# 3. What the host has.
+printf '.HELLO dir=%s\n' "$oi_dir"
+printf '.HELLO workdir=%s\n' "$oi_workdir"
+printf '.HELLO host=%s\n' "$(hostname 2>/dev/null || uname -n)"
+printf '.HELLO os=%s\n' "$(uname -s) $(uname -m)"
+printf '.HELLO shell=%s\n' "${SHELL-}"
+command -v bwrap >/dev/null 2>&1 && printf '.HELLO bwrap=%s\n' "$(command -v bwrap)"
+for p in python3 python bash zsh node nodejs Rscript ruby perl jshell pwsh; do
+  w=$(command -v "$p" 2>/dev/null) && case $w in /*) printf '.HAVE %s %s\n' "$p" "$w" ;; esac
+done
+printf '.OK 0\n'
+
+# The commands oi-tui sends.
+
+# oi_put SEQ NAME: the body (a here-document) becomes the file NAME in the session's
+# directory (NAME has no slash but the kernel directory's).
+oi_put() {
+  if cat >"$oi_dir/$2"; then
+    printf '.OK %s\n' "$1"
+  else
+    oi_fail "$1" "cannot write $2"
+  fi
+}
+
+# oi_kernel SEQ KERNEL: makes a kernel's directory, before `kernel.sh` starts it.
+oi_kernel() {
+  if mkdir "$oi_dir/$2" "$oi_dir/$2/images" && mkfifo "$oi_dir/$2/control"; then
+    printf '.OK %s\n' "$1"
+  else
+    oi_fail "$1" "cannot make the kernel's directory"
+  fi
+}
+
+# oi_block SEQ KERNEL BLOCK NONCE EXT CODE: the block's code is written to the kernel's
+# directory (by builtins alone: a block pays for no process) and the driver is told to run
+# it, once the kernel holds its FIFO (its pid file says so).
+oi_block() {
+  f=$oi_dir/$2/block-$3.$5
+  if ! printf '%s' "$6" >"$f"; then
+    oi_fail "$1" "cannot write the block's code"
+    return
+  fi
+  n=0
+  while [ ! -s "$oi_dir/$2/pid" ]; do
+    if [ "$n" -ge 1500 ] || [ ! -p "$oi_dir/$2/control" ]; then
+      oi_fail "$1" "the kernel did not start"
+      return
+    fi
+    sleep 0.01 2>/dev/null || sleep 1
+    n=$((n + 1))
+  done
+  printf '%s %s %s\n' "$3" "$4" "$f" 1<>"$oi_dir/$2/control"
+  printf '.OK %s\n' "$1"
+}
+
+# oi_signal SEQ KERNEL SIGNAL: to the kernel terminal's foreground process group.
+oi_signal() {
+  if oi_kernel_pid "$2" && oi_stat "$oi_pid"; then
+    g=$oi_tpgid
+    [ "$g" -gt 0 ] 2>/dev/null || g=$oi_pid
+    kill -"$3" -"$g" 2>/dev/null || kill -"$3" "$oi_pid" 2>/dev/null
+  fi
+  printf '.OK %s\n' "$1"
+}
+
+# oi_kill SEQ KERNEL: the kernel and everything it started.
+oi_kill() {
+  if oi_kernel_pid "$2"; then
+    kill -KILL -"$oi_pid" 2>/dev/null
+  fi
+  oi_kill_tagged "OI_TUI_KERNEL=$oi_token/$2"
+  rm -rf "${oi_dir:?}/$2"
+  printf '.OK %s\n' "$1"
+}
+
+# oi_readers SEQ KERNEL: the threads of the kernel terminal's foreground group's leader
+# that are asleep in read(2) on the terminal (as .READER PID lines).
+oi_readers() {
+  if oi_kernel_pid "$2" && oi_stat "$oi_pid"; then
+    g=$oi_tpgid
+    tty=$(readlink "/proc/$oi_pid/fd/0" 2>/dev/null)
+    for t in /proc/"$g"/task/[0-9]*; do
+      read -r nr fd _ <"$t/syscall" 2>/dev/null || continue
+      case $oi_arch:$nr in
+        x86_64:0 | x86_64:17 | x86_64:19 | aarch64:63 | aarch64:65 | aarch64:67) ;;
+        *) continue ;;
+      esac
+      [ "$(readlink "/proc/$g/fd/$((fd))" 2>/dev/null)" = "$tty" ] && printf '.READER %s\n' "$g" && break
+    done
+  fi
+  printf '.OK %s\n' "$1"
+}
+
+# oi_signal_pids SEQ SIGNAL PID...: only to processes of this session.
+oi_signal_pids() {
+  seq=$1 sig=$2
+  shift 2
+  for p in "$@"; do
+    grep -qsaF "OI_TUI_REMOTE=$oi_token" "/proc/$p/environ" && kill -"$sig" "$p" 2>/dev/null
+  done
+  printf '.OK %s\n' "$seq"
+}
+oi_arch=$(uname -m)
+
+# oi_cwd SEQ KERNEL: the kernel's working directory now.
+oi_cwd() {
+  if oi_kernel_pid "$2"; then
+    c=$(readlink "/proc/$oi_pid/cwd" 2>/dev/null) && printf '.CWD %s\n' "$c"
+  fi
+  printf '.OK %s\n' "$1"
+}
+
+# oi_walk DIR DEPTH: the image files under DIR (DEPTH levels, not hidden ones) modified
+# at or after $oi_ref, as ".FILE PATH". Builtins alone; gives up (status 1) past $oi_left
+# entries.
+oi_walk() {
+  for f in "$1"/*; do
+    oi_left=$((oi_left - 1))
+    [ "$oi_left" -gt 0 ] || return 1
+    if [ -d "$f" ]; then
+      [ -L "$f" ] && continue
+      case ${f##*/} in
+        node_modules | target | venv | oi-tui-remote-*) continue ;;
+      esac
+      if [ "$2" -gt 1 ]; then
+        oi_walk "$f" $(($2 - 1)) || return 1
+      fi
+    else
+      case $f in
+        *.png | *.PNG | *.jpg | *.jpeg | *.JPG | *.gif | *.svg | *.webp)
+          [ "$oi_ref" -nt "$f" ] || printf '.FILE %s\n' "$f"
+          ;;
+      esac
+    fi
+  done
+}
+
+# oi_images SEQ KERNEL BLOCK EXT DIR: the figures the driver saved (".FIGURE PATH"), and
+# the image files written since the block's code was, under DIR and under the kernel's
+# working directory if it moved (".FILE PATH"). A tree too big to walk is left to `find`.
+oi_images() {
+  seq=$1 k=$2 oi_ref=$oi_dir/$2/block-$3.$4 d=$5
+  for f in "$oi_dir/$k/images"/*; do
+    [ -f "$f" ] && printf '.FIGURE %s\n' "$f"
+  done
+  if [ -f "$oi_ref" ]; then
+    set -- "$d"
+    if oi_kernel_pid "$k" && [ -d "/proc/$oi_pid/cwd" ] && ! [ "/proc/$oi_pid/cwd" -ef "$d" ]; then
+      c=$(readlink "/proc/$oi_pid/cwd" 2>/dev/null) && set -- "$d" "$c"
+    fi
+    for d in "$@"; do
+      [ -d "$d" ] || continue
+      oi_left=3000
+      oi_walk "$d" 4 && continue
+      find "$d" -maxdepth 4 \( -name '.*' ! -name . -o -name node_modules -o -name target -o -name venv -o -name 'oi-tui-remote-*' \) -prune -o \
+        -type f \( -name '*.png' -o -name '*.PNG' -o -name '*.jpg' -o -name '*.jpeg' -o -name '*.JPG' -o -name '*.gif' -o -name '*.svg' -o -name '*.webp' \) \
+        -newer "$oi_ref" -print 2>/dev/null | head -n 200 | while IFS= read -r f; do
+        printf '.FILE %s\n' "$f"
+      done
+    done
+  fi
+  printf '.OK %s\n' "$seq"
+}
+
+# oi_get SEQ LIMIT PATH: the file's bytes (of a snapshot, so that its length holds), or
+# ".TOOBIG LENGTH" past LIMIT bytes.
+oi_get() {
+  s=$oi_dir/transfer
+  if cp "$3" "$s" 2>/dev/null; then
+    n=$(wc -c <"$s" | tr -d ' ')
+    if [ "$n" -gt "$2" ]; then
+      printf '.TOOBIG %s\n' "$n"
+    else
+      printf '.DATA %s %s\n' "$1" "$n"
+      cat "$s"
+    fi
+    rm -f "$s"
+    printf '.OK %s\n' "$1"
+  else
+    oi_fail "$1" "cannot read $3"
+  fi
+}
+
+# oi_rm SEQ PATH: removes a figure oi-tui has taken.
+oi_rm() {
+  case $2 in
+    "$oi_dir"/*) rm -f "$2" ;;
+  esac
+  printf '.OK %s\n' "$1"
+}
+
+oi_ping() {
+  printf '.OK %s\n' "$1"
+}
+
+# oi_pid SEQ KERNEL: the kernel's interpreter's process id.
+oi_pid() {
+  oi_kernel_pid "$2" && printf '.PID %s\n' "$oi_pid"
+  printf '.OK %s\n' "$1"
+}

@@ -1,0 +1,100 @@
+//! Kernels on another machine, through the system's OpenSSH client, so that the person's
+//! `~/.ssh/config`, keys, agent, jump hosts and `known_hosts` all apply.
+//!
+//! A session keeps one connection to the host (`link`): its master's own session is a small
+//! shell helper (`assets/remote/helper.sh`, spoken to by `helper`) that writes the drivers
+//! and each block's code into a private directory there, signals and kills kernels, and
+//! sends back the images a block made. Each kernel is `ssh -tt` over that connection: a PTY
+//! there, whose bytes come through the local PTY `ssh` runs in, so that the terminal pane,
+//! input, resize and the end marker work as they do locally.
+
+mod faults;
+mod helper;
+pub(crate) mod images;
+mod link;
+mod target;
+
+pub(crate) use helper::sh_quote;
+pub use link::{Link, LinkEnv, RemoteInfo, kill_all};
+pub use target::SshTarget;
+
+use super::Language;
+
+/// The kind of the private local directory that holds a connection's socket.
+pub(crate) const SSH_DIR: &str = "ssh";
+
+/// The command line (as `sh` that sets `$@`) of a language's interpreter on the host, with
+/// its driver: the one the target names, else the one found on the host's PATH. Err: the
+/// sentence for a missing interpreter, naming the host.
+pub(crate) fn run_line(
+    link: &Link,
+    language: Language,
+    prefix: &[String],
+) -> Result<String, String> {
+    let configured = link
+        .target
+        .interpreters
+        .iter()
+        .find(|(l, _)| *l == language)
+        .map(|(_, p)| p.clone());
+    let found = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| link.program(n))
+            .map(str::to_string)
+    };
+    let shell_base = link.info.shell.rsplit('/').next().unwrap_or("").to_string();
+    let (program, args): (Option<String>, &[&str]) = match language {
+        Language::Python => (
+            configured.or_else(|| found(&["python3", "python"])),
+            &["-u"],
+        ),
+        Language::Shell => {
+            let program = configured.or_else(|| {
+                if shell_base == "zsh" || shell_base == "bash" {
+                    found(&[shell_base.as_str()])
+                } else {
+                    found(&["bash"])
+                }
+            });
+            let zsh = program.as_deref().is_some_and(|p| p.ends_with("zsh"));
+            (
+                program,
+                if zsh {
+                    &["-f"]
+                } else {
+                    &["--noprofile", "--norc"]
+                },
+            )
+        }
+        Language::JavaScript => (configured.or_else(|| found(&["node", "nodejs"])), &[]),
+        Language::R => (configured.or_else(|| found(&["Rscript"])), &["--no-save"]),
+        Language::Ruby => (configured.or_else(|| found(&["ruby"])), &[]),
+        Language::Perl => (configured.or_else(|| found(&["perl"])), &[]),
+        Language::Java => (
+            configured.or_else(|| {
+                found(&["jshell"])
+                    .map(|j| format!("{}/java", j.rsplit_once('/').map_or("", |(d, _)| d)))
+            }),
+            &["--add-modules", "jdk.jshell"],
+        ),
+        Language::PowerShell => (
+            configured.or_else(|| found(&["pwsh"])),
+            &["-NoLogo", "-NoProfile", "-NonInteractive", "-File"],
+        ),
+        Language::Html => (None, &[]),
+    };
+    let Some(program) = program else {
+        return Err(format!(
+            "Cannot run {language} on {host}: `{}` was not found on its PATH. To run {language} blocks there, install it on {host}, or name it under `interpreters` in the executor's settings.",
+            language.program_label(),
+            host = link.target.name,
+        ));
+    };
+    let (driver, _) = super::kernel::driver(language);
+    let mut words: Vec<String> = prefix.iter().map(|w| sh_quote(w)).collect();
+    words.push(sh_quote(&program));
+    words.extend(args.iter().map(|a| sh_quote(a)));
+    words.push(format!("\"$oi_dir/{driver}\""));
+    Ok(format!("set -- {}\n", words.join(" ")))
+}
