@@ -48,12 +48,21 @@ fn a_login_runs_a_command() {
     let mut ssh = server.ssh();
     ssh.args([server.alias(), "echo", "hello"]);
     let out = output(ssh);
-    assert!(out.status.success(), "{}\n{}", text(&out.stderr), server.log());
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stderr),
+        server.log()
+    );
     assert_eq!(text(&out.stdout), "hello\n");
     let mut whoami = server.ssh();
     whoami.args([server.alias(), "id -un"]);
     assert_eq!(text(&output(whoami).stdout).trim(), server.user());
-    assert!(server.log().contains("Accepted publickey"), "{}", server.log());
+    assert!(
+        server.log().contains("Accepted publickey"),
+        "{}",
+        server.log()
+    );
     assert!(server.config_path().starts_with(server.dir()));
 }
 
@@ -187,10 +196,8 @@ fn a_remote_process_without_a_terminal_outlives_a_dropped_connection() {
     let after = processes_with_env(&mark);
     kill_all(&after);
     assert_eq!(after, before, "the remote sleep should still run");
-    assert!(within(Duration::from_secs(5), || processes_with_env(
-        &mark
-    )
-    .is_empty()));
+    assert!(within(Duration::from_secs(5), || processes_with_env(&mark)
+        .is_empty()));
 }
 
 #[test]
@@ -201,8 +208,31 @@ fn dropping_the_server_ends_what_its_sessions_left() {
     drop(server);
     assert!(ends_within(&mut client, Duration::from_secs(5)));
     assert!(
-        within(Duration::from_secs(5), || processes_with_env(&mark).is_empty()),
+        within(Duration::from_secs(5), || processes_with_env(&mark)
+            .is_empty()),
         "left behind: {:?}",
         processes_with_env(&mark)
     );
+}
+
+#[test]
+fn a_killed_client_ends_the_remote_process_only_when_it_has_a_terminal() {
+    let server = SshServer::start();
+    let mut left = Vec::new();
+    for tty in [true, false] {
+        let mark = marker("client");
+        let (mut client, before) = remote_sleep(&server, tty, &mark);
+        client.kill().expect("kill ssh");
+        client.wait().expect("reap ssh");
+        // The server sees the connection close; a terminal is hung up, pipes are not.
+        let gone = within(Duration::from_secs(3), || {
+            processes_with_env(&mark).is_empty()
+        });
+        let after = processes_with_env(&mark);
+        kill_all(&after);
+        left.push((tty, gone, before.len(), after));
+    }
+    assert!(left[0].1, "with -tt the remote process survived: {left:?}");
+    assert!(!left[1].1, "without -tt the remote process died: {left:?}");
+    assert_eq!(left[1].2, left[1].3.len(), "{left:?}");
 }

@@ -235,7 +235,11 @@ impl SshServer {
         let host_public = host_public.split_whitespace().take(2).collect::<Vec<_>>();
         std::fs::write(
             self.known_hosts_path(),
-            format!("[127.0.0.1]:{},{ALIAS} {}\n", self.port, host_public.join(" ")),
+            format!(
+                "[127.0.0.1]:{},{ALIAS} {}\n",
+                self.port,
+                host_public.join(" ")
+            ),
         )
         .expect("known_hosts");
         std::fs::write(
@@ -350,7 +354,11 @@ pub fn processes_with_env(needle: &str) -> Vec<(i32, String)> {
         return found;
     };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         if pid == own {
@@ -384,7 +392,11 @@ fn process_table() -> Vec<Process> {
         return table;
     };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
