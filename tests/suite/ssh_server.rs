@@ -61,10 +61,17 @@ impl SshServer {
                 Err(failure) => failures.push(failure),
             }
         }
+        let log = server.log();
+        // Without PAM, sshd refuses an account whose password field is locked ("!").
+        let hint = if log.contains("account is locked") {
+            "\n(the account's password is locked: sshd without PAM refuses it; run the tests as \
+             a user whose /etc/shadow entry is not `!`, e.g. `usermod -p '*' <user>`)"
+        } else {
+            ""
+        };
         panic!(
-            "sshd never accepted a login:\n{}\n--- sshd log ---\n{}",
+            "sshd never accepted a login:{hint}\n{}\n--- sshd log ---\n{log}",
             failures.join("\n"),
-            server.log()
         );
     }
 
