@@ -27,6 +27,8 @@ mod sessions_browser;
 mod sessions_resume;
 mod sessions_resume_killed;
 mod signals;
+mod ssh_fixture;
+mod ssh_server;
 mod store_faults;
 mod store_repair;
 mod streaming_limits;
