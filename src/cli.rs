@@ -136,9 +136,15 @@ pub struct Options {
     pub sandboxing: SandboxFlags,
 }
 
-/// The sandbox's flags, for the model loop and for `oi-tui mcp` alike.
-#[derive(Debug, Args, Default, Clone, Copy)]
+/// The sandbox's flags (and where kernels run), for the model loop and for `oi-tui mcp`
+/// alike.
+#[derive(Debug, Args, Default, Clone)]
 pub struct SandboxFlags {
+    /// Run the kernels on another machine over SSH: an executor of config.toml
+    /// ([executors.NAME]), or anything ssh takes (an alias of ~/.ssh/config, user@host,
+    /// host:port); `local` for this machine.
+    #[arg(long, value_name = "HOST")]
+    pub on: Option<String>,
     /// The sandbox around kernels: off, read-only, or workspace-write (the default: the
     /// working directory and temp dirs writable, everything else read-only).
     #[arg(long, value_name = "MODE", value_parser = crate::sandbox::SandboxMode::parse)]
@@ -197,6 +203,8 @@ impl Options {
                 tui: self.images.map(|images| crate::config::tui::TuiFile {
                     images: Some(images),
                 }),
+                executors: None,
+                on: self.sandboxing.on.clone(),
             },
         }
     }

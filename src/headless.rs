@@ -29,10 +29,18 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
             return 1;
         }
     };
-    let sandbox = settings.sandbox();
-    eprintln!("oi-tui: {}", sandbox.summary());
-    if let Some(warning) = &sandbox.warning {
-        eprintln!("oi-tui: warning: {warning}");
+    if settings.executor.is_remote() {
+        // The host's sandbox is said once connected (`ExecutorChanged`).
+        eprintln!(
+            "oi-tui: kernels run on {} (over SSH)",
+            settings.executor.name()
+        );
+    } else {
+        let sandbox = settings.sandbox();
+        eprintln!("oi-tui: {}", sandbox.summary());
+        if let Some(warning) = &sandbox.warning {
+            eprintln!("oi-tui: warning: {warning}");
+        }
     }
     let session = match crate::sessions::start(config, &settings, resume) {
         Ok(session) => session,
@@ -525,9 +533,12 @@ impl Transcript {
             | Event::HistoryChanged { note: message, .. }
             | Event::RulesChanged { note: message, .. }
             | Event::SandboxChanged { note: message, .. }
+            | Event::ExecutorChanged { note: message, .. }
             | Event::KernelsRestarted { note: message, .. } => {
-                self.line_break();
-                eprintln!("oi-tui: {}", visible(message));
+                if !message.is_empty() {
+                    self.line_break();
+                    eprintln!("oi-tui: {}", visible(message));
+                }
             }
             Event::Error { message, .. } => {
                 self.line_break();

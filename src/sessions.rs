@@ -147,6 +147,7 @@ fn attach_resumed(
     // Absolute: the store keeps them relative to the data directory, however it was given.
     let image_dir = crate::store::images::session_dir(&settings.data_dir, recorder.session_id());
     config.kernels.image_dir = Some(std::path::absolute(&image_dir).unwrap_or(image_dir));
+    config.kernels.session_id = Some(recorder.session_id().to_string());
     // The store keeps the same messages as the conversation (`/undo` counts on it).
     for message in &unrecorded {
         match message.role {

@@ -70,6 +70,11 @@ pub struct FileSettings {
     pub vision: Option<crate::llm::vision::VisionMode>,
     /// The workbench's own settings (`[tui]`: `images`).
     pub tui: Option<tui::TuiFile>,
+    /// Hosts kernels can run on (`[executors.NAME]`: `host`, `workdir`, `env`,
+    /// `interpreters`, `ssh_options`).
+    pub executors: Option<BTreeMap<String, executors::ExecutorFile>>,
+    /// Where kernels run: `local`, an executor's name, or a host (`--on`).
+    pub on: Option<String>,
 }
 
 /// The `[mcp_server]` table: how `oi-tui mcp --listen` (and the workbench's `--mcp-listen`)
@@ -115,6 +120,8 @@ const KEYS: &[&str] = &[
     "mcp_server",
     "vision",
     "tui",
+    "executors",
+    "on",
 ];
 
 #[derive(Debug, Default)]
@@ -198,6 +205,10 @@ pub struct Settings {
     pub mcp_server: McpServerFile,
     /// Whether the images of a block's result go to the model (`vision`, `--vision`).
     pub vision: crate::llm::vision::VisionMode,
+    /// The executors of `[executors.NAME]`, by name (for `/on NAME`).
+    pub executors: BTreeMap<String, crate::exec::remote::SshTarget>,
+    /// Where kernels run (`on`, `--on`).
+    pub executor: crate::exec::Executor,
     /// The config file read, if any.
     pub config_path: Option<PathBuf>,
     /// Things worth saying that are not errors (unknown keys).
@@ -319,8 +330,10 @@ impl Settings {
                 clear_env: true,
                 // Nobody can stop a block that never ends: a default limit, said when it fires.
                 default_timeout: unattended.then_some(UNATTENDED_BLOCK_TIMEOUT),
+                executor: self.executor.clone(),
                 ..crate::exec::KernelConfig::default()
             },
+            executors: self.executors.clone(),
             data_dir: Some(self.data_dir.clone()),
             redactor: self.redactor(),
             recorder: None,
@@ -537,6 +550,12 @@ pub fn load(
     }
 
     let sandbox = sandbox_settings(&layers, flags.safe_mode)?;
+    let executor_tables: Vec<_> = layers.iter().filter_map(|s| s.executors.as_ref()).collect();
+    let executors = executors::parse(&executor_tables).map_err(|e| match &config_path {
+        Some(p) => format!("{} {e}", p.display()),
+        None => e,
+    })?;
+    let executor = executors::resolve(pick(&|s| s.on.clone()).as_deref(), &executors)?;
     // A profile's server replaces the file's server of the same name.
     let mut mcp_servers = BTreeMap::new();
     for table in layers.iter().filter_map(|s| s.mcp_servers.as_ref()) {
@@ -622,6 +641,8 @@ pub fn load(
             .rev()
             .find_map(|s| s.vision)
             .unwrap_or_default(),
+        executors,
+        executor,
         config_path,
         warnings,
     })
@@ -759,6 +780,7 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+pub mod executors;
 pub mod mcp;
 mod ranges;
 #[cfg(test)]

@@ -12,6 +12,7 @@
 
 pub mod agents_md;
 mod calls;
+mod executor;
 mod fences;
 mod gate;
 mod history;
@@ -95,6 +96,8 @@ pub struct EngineConfig {
     pub tool_host: Option<Arc<dyn host::ToolHost>>,
     /// Whether the images of a block's result go to the model (`--vision`).
     pub vision: crate::llm::vision::VisionMode,
+    /// The executors `/on NAME` can name (`[executors.NAME]`).
+    pub executors: std::collections::BTreeMap<String, crate::exec::remote::SshTarget>,
 }
 
 /// The running engine, as a face holds it.
@@ -113,9 +116,20 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let sandbox = crate::sandbox::resolve(config.sandbox, &config.kernels.cwd);
+    // Kernels on a host get its sandbox there, not this machine's (see `sandbox::remote`).
+    let remote = config.kernels.executor.is_remote();
     let kernels = Arc::new(Kernels::new(KernelConfig {
-        launch_prefix: sandbox.prefix.clone(),
-        launch_refusal: sandbox.refusal.clone(),
+        launch_prefix: if remote {
+            Vec::new()
+        } else {
+            sandbox.prefix.clone()
+        },
+        launch_refusal: if remote {
+            None
+        } else {
+            sandbox.refusal.clone()
+        },
+        remote_sandbox: config.sandbox,
         ..config.kernels.clone()
     }));
     let available: Vec<Language> = Language::ALL
@@ -240,6 +254,7 @@ impl Engine {
             });
         }
         self.configured();
+        self.connect_at_start().await;
         if let Some(message) = self.agents_md_notice.take() {
             self.emit(Event::Notice { message });
         }
@@ -270,6 +285,7 @@ impl Engine {
                 Op::Undo => self.undo(),
                 Op::SetModel { model } => self.set_model(&model),
                 Op::SetSandbox { mode, network } => self.set_sandbox(mode, network).await,
+                Op::SetExecutor { name } => self.set_executor(&name).await,
                 Op::RunCode {
                     call,
                     caller,
@@ -313,6 +329,7 @@ impl Engine {
             unattended: self.config.unattended,
             cwd: self.config.kernels.cwd.display().to_string(),
             sandbox: Some(self.sandbox.status()),
+            executor: Some(self.kernels.config().executor.name().to_string()),
         });
     }
 
@@ -473,6 +490,7 @@ fn side_op(
         | Op::Undo
         | Op::SetModel { .. }
         | Op::SetSandbox { .. }
+        | Op::SetExecutor { .. }
         | Op::RestartKernels { .. }) => queued.push_back(op),
         // Another agent's block waits too; the person hears that it came.
         Op::RunCode {

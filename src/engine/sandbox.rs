@@ -37,6 +37,23 @@ impl Engine {
             network,
             explicit: true,
         };
+        self.config.sandbox = settings;
+        if self.kernels.config().executor.is_remote() {
+            let live = self.live_kernels().await;
+            let mut note = self.set_remote_sandbox().await;
+            if !live.is_empty() {
+                note.push_str(" The kernels restarted under it: variables, imports and `cd` from earlier blocks are gone.");
+                self.context.push(format!(
+                    "The user changed the sandbox ({}); the kernels restarted, so variables and imports from earlier blocks are gone.",
+                    self.sandbox.summary()
+                ));
+            }
+            self.emit(Event::SandboxChanged {
+                status: self.sandbox.status(),
+                note,
+            });
+            return;
+        }
         let resolved = resolve(settings, &self.config.kernels.cwd);
         let live = self.live_kernels().await;
         let fresh = self

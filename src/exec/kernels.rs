@@ -52,8 +52,8 @@ pub struct KernelConfig {
     pub executor: Executor,
     /// The session the kernels belong to (remote kernels carry it as `OI_TUI_SESSION`).
     pub session_id: Option<String>,
-    /// The command remote kernels start under there (a sandbox there); empty: none.
-    pub remote_prefix: Vec<String>,
+    /// The sandbox asked for, for kernels on another host (bubblewrap there, if it is).
+    pub remote_sandbox: crate::sandbox::SandboxSettings,
 }
 
 /// Where kernels run.
@@ -97,7 +97,7 @@ impl Default for KernelConfig {
             image_dir: None,
             executor: Executor::Local,
             session_id: None,
-            remote_prefix: Vec::new(),
+            remote_sandbox: Default::default(),
         }
     }
 }
@@ -433,14 +433,25 @@ impl Kernels {
         }
         if self.config.executor.is_remote() {
             let (link, _) = self.connect().await?;
+            let sandbox = crate::sandbox::remote::resolve(
+                self.config.remote_sandbox,
+                link.info.bwrap.as_deref(),
+                &link.target.name,
+            );
+            if let Some(refusal) = &sandbox.refusal {
+                return Err(format!(
+                    "Cannot run {language} on {}: {refusal}",
+                    link.target.name
+                ));
+            }
+            let prefix = crate::sandbox::remote::prefix(
+                &sandbox,
+                link.info.bwrap.as_deref().unwrap_or("bwrap"),
+                &link.info.workdir,
+                &link.info.dir,
+            );
             let (rows, cols) = self.current_size();
-            return Kernel::start_remote(
-                language,
-                link,
-                &self.config.remote_prefix,
-                pty_size(rows, cols),
-            )
-            .await;
+            return Kernel::start_remote(language, link, &prefix, pty_size(rows, cols)).await;
         }
         let path = self.env_var("PATH");
         let shell = self.env_var("SHELL");

@@ -48,7 +48,8 @@ impl McpArgs {
             options.auto_run = true;
             options.approval = None;
         }
-        let (mine, theirs) = (self.sandboxing, &mut options.sandboxing);
+        let (mine, theirs) = (&self.sandboxing, &mut options.sandboxing);
+        theirs.on = mine.on.clone().or(theirs.on.take());
         theirs.sandbox = mine.sandbox.or(theirs.sandbox);
         theirs.network = mine.network.or(theirs.network);
         theirs.safe_mode |= mine.safe_mode;

@@ -58,6 +58,9 @@ pub enum Op {
     SetModel { model: String },
     /// Put the kernels under another sandbox (they restart: their state is lost).
     SetSandbox { mode: SandboxMode, network: Network },
+    /// Run the kernels elsewhere from now on: `local`, an executor's name, or a host for
+    /// `ssh` (they restart: their state is lost).
+    SetExecutor { name: String },
     /// Run this code for a caller other than the model (another agent, over MCP). It goes
     /// through the same policy and approvals as the model's blocks: it is proposed (with the
     /// caller's name), judged, asked about when the gate asks, and run; `CallFinished` says
@@ -255,6 +258,10 @@ pub enum Event {
         /// The sandbox around the kernels (absent in old records).
         #[serde(default)]
         sandbox: Option<SandboxStatus>,
+        /// Where the kernels run: `local`, or the executor's (host's) name (absent in old
+        /// records).
+        #[serde(default)]
+        executor: Option<String>,
     },
     /// A message the person sent earlier, in a replayed (resumed) session. The live engine
     /// does not send it: a face shows what its person types as they send it.
@@ -351,6 +358,9 @@ pub enum Event {
     /// The kernels run under another sandbox now; `note` says what changed and whether
     /// kernels were restarted.
     SandboxChanged { status: SandboxStatus, note: String },
+    /// The kernels run elsewhere now (`executor`: `local` or the executor's name), or the
+    /// connection to their host changed; `note` says what happened.
+    ExecutorChanged { executor: String, note: String },
     /// The session store cannot be written (a full disk, a read-only or damaged store):
     /// `unsaved` steps wait in memory and are tried again. A face shows it until
     /// `StoreRecovered`; headless mode says it on stderr.

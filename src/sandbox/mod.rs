@@ -11,6 +11,7 @@
 mod bubblewrap;
 mod denial;
 mod landlock;
+pub mod remote;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -582,7 +582,12 @@ impl Writer {
             Event::Error { message, .. } => self.note("error", message)?,
             Event::Notice { message }
             | Event::RulesChanged { note: message, .. }
-            | Event::SandboxChanged { note: message, .. } => self.note("notice", message)?,
+            | Event::SandboxChanged { note: message, .. }
+            | Event::ExecutorChanged { note: message, .. }
+                if !message.is_empty() =>
+            {
+                self.note("notice", message)?
+            }
             Event::TurnFinished {
                 end: TurnEnd::Interrupted,
             } => self.note("interrupt", "the turn was interrupted")?,

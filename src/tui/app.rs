@@ -160,6 +160,8 @@ pub struct App {
     pub approval: crate::protocol::ApprovalMode,
     /// The sandbox in force, as the engine last reported it (None: not said yet).
     pub sandbox: Option<crate::protocol::SandboxStatus>,
+    /// Where the kernels run: `local`, or the executor's (host's) name.
+    pub executor: String,
     pub cwd: String,
     pub chat: Chat,
     /// The assistant's message while it streams.
@@ -242,6 +244,7 @@ impl App {
             model: String::new(),
             approval: crate::protocol::ApprovalMode::Ask,
             sandbox: None,
+            executor: "local".to_string(),
             cwd: String::new(),
             chat: Chat::default(),
             streaming: String::new(),

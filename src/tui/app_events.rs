@@ -16,6 +16,7 @@ impl App {
                 approval,
                 cwd,
                 sandbox,
+                executor,
                 ..
             } => {
                 self.model = model;
@@ -24,6 +25,11 @@ impl App {
                 if let Some(sandbox) = sandbox {
                     self.sandbox = Some(sandbox);
                 }
+                self.executor = executor.unwrap_or_else(|| "local".to_string());
+            }
+            Event::ExecutorChanged { executor, note } => {
+                self.executor = executor;
+                self.chat.push(Entry::Notice(note));
             }
             Event::RulesChanged { approval, note } => {
                 self.approval = approval;
@@ -31,7 +37,9 @@ impl App {
             }
             Event::SandboxChanged { status, note } => {
                 self.sandbox = Some(status);
-                self.chat.push(Entry::Notice(note));
+                if !note.is_empty() {
+                    self.chat.push(Entry::Notice(note));
+                }
             }
             Event::UserMessage { text } => self.chat.push(Entry::User(text)),
             Event::RequestStarted { .. } => {

@@ -298,11 +298,14 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         format!("{tokens} tok")
     };
-    let approval = if let Some(sandbox) = &app.sandbox {
+    let mut approval = if let Some(sandbox) = &app.sandbox {
         format!("{} · {}", app.approval.name(), sandbox.label)
     } else {
         app.approval.name().to_string()
     };
+    if app.executor != "local" {
+        approval.push_str(&format!(" · on {}", app.executor));
+    }
     let help = format!("{} help", app.keymap.label(Action::Help));
     let flash = app.flash.as_ref().map(|(m, _)| m.as_str());
     let text = status_text(
@@ -427,7 +430,7 @@ fn shorten_path(path: &str, max: usize) -> String {
 }
 
 /// The slash commands, for the help overlay.
-const COMMANDS: [(&str, &str); 8] = [
+const COMMANDS: [(&str, &str); 9] = [
     (
         "!cmd",
         "run cmd in the shell kernel; the model sees it next time",
@@ -437,6 +440,10 @@ const COMMANDS: [(&str, &str); 8] = [
     (
         "/sandbox MODE",
         "off, read-only, workspace-write, network on|off (restarts kernels)",
+    ),
+    (
+        "/on HOST",
+        "run kernels on an executor or ssh host; /on local: here (restarts)",
     ),
     (
         "/tokens /export",

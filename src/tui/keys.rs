@@ -494,9 +494,23 @@ impl App {
             }
             "export" => self.chat.push(Entry::Notice("/export PATH writes the session: a notebook for .ipynb, a script for .py or .sh, JSON for .json, else Markdown".into())),
             "sandbox" => return self.sandbox_command(arg),
+            "on" if arg.is_empty() => self.chat.push(Entry::Notice(format!(
+                "kernels run on {}; /on NAME moves them to an executor of config.toml ([executors.NAME]) or to any host ssh reaches, /on local brings them back",
+                if self.executor == "local" { "this machine" } else { &self.executor }
+            ))),
+            "on" => {
+                if self.in_turn {
+                    self.chat.push(Entry::Notice(
+                        "the kernels move when this turn ends".into(),
+                    ));
+                }
+                return vec![Effect::Op(Op::SetExecutor {
+                    name: arg.to_string(),
+                })];
+            }
             "mcp" => return vec![Effect::Op(Op::McpStatus)],
             other => self.chat.push(Entry::Error(format!(
-                "unknown command /{other}; try /help, /reset, /undo, /model NAME, /sandbox MODE, /mcp, /tokens, /export PATH, /quit"
+                "unknown command /{other}; try /help, /reset, /undo, /model NAME, /sandbox MODE, /on HOST, /mcp, /tokens, /export PATH, /quit"
             ))),
         }
         Vec::new()

@@ -116,6 +116,7 @@ pub fn engine_config(
         history: Vec::new(),
         tool_host: None,
         vision: Default::default(),
+        executors: Default::default(),
     }
 }
 

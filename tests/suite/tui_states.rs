@@ -22,6 +22,7 @@ pub(super) fn fresh() -> App {
         unattended: false,
         cwd: "/home/ada/project".into(),
         sandbox: None,
+        executor: None,
     }));
     app
 }

@@ -457,7 +457,7 @@ fn env_file(token: &str, how: &LinkEnv, target: &SshTarget) -> String {
 }
 
 /// A variable name `sh` takes.
-pub(crate) fn is_name(key: &str) -> bool {
+pub fn is_name(key: &str) -> bool {
     let mut chars = key.chars();
     chars
         .next()

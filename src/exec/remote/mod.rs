@@ -15,7 +15,7 @@ mod link;
 mod target;
 
 pub(crate) use helper::sh_quote;
-pub use link::{Link, LinkEnv, RemoteInfo, kill_all};
+pub use link::{Link, LinkEnv, RemoteInfo, is_name, kill_all};
 pub use target::SshTarget;
 
 use super::Language;
@@ -97,4 +97,9 @@ pub(crate) fn run_line(
     words.extend(args.iter().map(|a| sh_quote(a)));
     words.push(format!("\"$oi_dir/{driver}\""));
     Ok(format!("set -- {}\n", words.join(" ")))
+}
+
+/// Whether `language` can run on the link's host.
+pub fn runs_there(link: &Link, language: Language) -> bool {
+    run_line(link, language, &[]).is_ok()
 }

@@ -1,0 +1,185 @@
+//! Where the kernels run, as the engine handles it: connecting to a remote executor at the
+//! start (so that a host that cannot be reached is said at once), and `/on NAME|local`,
+//! which restarts the kernels elsewhere and says so, to the person and to the model.
+
+use std::sync::Arc;
+
+use crate::exec::{Executor, KernelConfig, Language};
+use crate::protocol::Event;
+
+use super::Engine;
+
+impl Engine {
+    /// At the start of a session on a remote executor: connects, and says where blocks
+    /// will run (or why they cannot yet).
+    pub(super) async fn connect_at_start(&mut self) {
+        if !self.kernels.config().executor.is_remote() {
+            return;
+        }
+        let note = self.connect_and_describe().await;
+        self.emit(Event::ExecutorChanged {
+            executor: self.kernels.config().executor.name().to_string(),
+            note,
+        });
+    }
+
+    /// `Op::SetExecutor`: the kernels restart on the executor `name` names.
+    pub(super) async fn set_executor(&mut self, name: &str) {
+        let executor = match crate::config::executors::resolve(Some(name), &self.config.executors) {
+            Ok(executor) => executor,
+            Err(e) => {
+                self.emit(Event::Notice {
+                    message: format!("The kernels stay where they are: {e}."),
+                });
+                return;
+            }
+        };
+        let current = self.kernels.config().executor.clone();
+        if executor == current && !(executor.is_remote() && self.kernels.link().await.is_none()) {
+            self.emit(Event::Notice {
+                message: format!("Kernels already run on {}.", executor.name()),
+            });
+            return;
+        }
+        let live = self.live_kernels().await;
+        // Here, the local sandbox's prefix; there, the host's own (see `sandbox::remote`).
+        let local = crate::sandbox::resolve(self.config.sandbox, &self.config.kernels.cwd);
+        let (launch_prefix, launch_refusal) = if executor.is_remote() {
+            (Vec::new(), None)
+        } else {
+            (local.prefix.clone(), local.refusal.clone())
+        };
+        let fresh = self.kernels.moved(KernelConfig {
+            executor: executor.clone(),
+            launch_prefix,
+            launch_refusal,
+            remote_sandbox: self.config.sandbox,
+            ..self.kernels.config().clone()
+        });
+        let old = std::mem::replace(&mut self.kernels, Arc::new(fresh));
+        old.shutdown().await;
+        self.config.kernels.executor = executor.clone();
+        let mut note = format!("Kernels now run on {}.", place(&executor));
+        if !live.is_empty() {
+            let names: Vec<&str> = live.iter().map(|l| l.name()).collect();
+            note.push_str(&format!(
+                " The {} kernel{} restarted there: variables, imports and `cd` from earlier blocks are gone.",
+                names.join(", "),
+                if names.len() == 1 { " was" } else { "s were" }
+            ));
+        }
+        if executor.is_remote() {
+            note.push(' ');
+            note.push_str(&self.connect_and_describe().await);
+        } else {
+            self.local_facts();
+        }
+        self.context.push(format!(
+            "The user moved the kernels to {}; earlier variables and imports are gone.",
+            place(&executor)
+        ));
+        self.emit(Event::ExecutorChanged {
+            executor: executor.name().to_string(),
+            note,
+        });
+    }
+
+    /// `Op::SetSandbox` with the kernels on a host: they restart under its bubblewrap.
+    pub(super) async fn set_remote_sandbox(&mut self) -> String {
+        let fresh = self.kernels.moved(KernelConfig {
+            remote_sandbox: self.config.sandbox,
+            ..self.kernels.config().clone()
+        });
+        let old = std::mem::replace(&mut self.kernels, Arc::new(fresh));
+        old.shutdown().await;
+        self.connect_and_describe().await
+    }
+
+    /// Connects to the remote executor; the sentence that says how it went. The facts the
+    /// model is told (system, working directory, languages, sandbox) become the host's.
+    async fn connect_and_describe(&mut self) -> String {
+        let (link, _) = match self.kernels.connect().await {
+            Ok(link) => link,
+            Err(e) => {
+                return format!("{e} Blocks will try to connect again.");
+            }
+        };
+        let info = &link.info;
+        let languages: Vec<Language> = Language::ALL
+            .into_iter()
+            .filter(|l| !l.runs_in_kernel() || crate::exec::remote::runs_there(&link, *l))
+            .collect();
+        let sandbox = crate::sandbox::remote::resolve(
+            self.config.sandbox,
+            info.bwrap.as_deref(),
+            &link.target.name,
+        );
+        self.facts.os = format!("{} (the host {}, over SSH)", info.os, info.hostname);
+        self.facts.cwd = info.workdir.clone();
+        self.facts.shell = info.shell.clone();
+        self.facts.languages = languages.clone();
+        self.facts.sandbox = sandbox.for_model();
+        let names: Vec<&str> = languages
+            .iter()
+            .filter(|l| l.runs_in_kernel())
+            .map(|l| l.name())
+            .collect();
+        let mut note = format!(
+            "Connected to {} ({}, {}): blocks run in {}; languages there: {}.",
+            link.target.name,
+            info.hostname,
+            info.os,
+            info.workdir,
+            if names.is_empty() {
+                "none found".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
+        match (&sandbox.refusal, &sandbox.warning, sandbox.backend) {
+            (Some(refusal), _, _) => note.push_str(&format!(" Blocks will not run: {refusal}")),
+            (_, Some(warning), _) => note.push_str(&format!(" Warning: {warning}")),
+            (_, _, Some(_)) => note.push_str(&format!(
+                " Blocks there run in {}'s bubblewrap ({}).",
+                link.target.name,
+                sandbox.summary()
+            )),
+            _ => note.push_str(" The sandbox is off."),
+        }
+        self.sandbox = sandbox;
+        let status = self.sandbox.status();
+        self.emit(Event::SandboxChanged {
+            status,
+            note: String::new(),
+        });
+        note
+    }
+
+    /// The facts of this machine again, after the kernels came back from a host.
+    fn local_facts(&mut self) {
+        let cwd = self.config.kernels.cwd.clone();
+        let sandbox = crate::sandbox::resolve(self.config.sandbox, &cwd);
+        let available: Vec<Language> = Language::ALL
+            .into_iter()
+            .filter(|l| !l.runs_in_kernel() || l.locate().is_some())
+            .collect();
+        let agents_md = self.facts.agents_md.take();
+        self.facts = super::prompt::Facts::gather(&cwd, available);
+        self.facts.agents_md = agents_md;
+        self.facts.sandbox = sandbox.for_model();
+        self.sandbox = sandbox;
+        let status = self.sandbox.status();
+        self.emit(Event::SandboxChanged {
+            status,
+            note: String::new(),
+        });
+    }
+}
+
+/// `server` or `this machine`.
+fn place(executor: &Executor) -> String {
+    match executor {
+        Executor::Local => "this machine".to_string(),
+        Executor::Ssh(target) => target.name.clone(),
+    }
+}
