@@ -165,11 +165,23 @@ oi_block() {
 }
 
 # oi_signal SEQ KERNEL SIGNAL: to the kernel terminal's foreground process group.
+# Under bubblewrap (the kernel's sandbox there), bubblewrap itself is in that group and
+# would die of the signal, taking the kernel with it: the others get it, not bubblewrap.
 oi_signal() {
   if oi_kernel_pid "$2" && oi_stat "$oi_pid"; then
     g=$oi_tpgid
     [ "$g" -gt 0 ] 2>/dev/null || g=$oi_pid
-    kill -"$3" -"$g" 2>/dev/null || kill -"$3" "$oi_pid" 2>/dev/null
+    c=
+    read -r c <"/proc/$g/comm" 2>/dev/null
+    if [ "$c" = bwrap ]; then
+      for t in /proc/[0-9]*; do
+        oi_stat "${t#/proc/}" && [ "$oi_pgrp" = "$g" ] || continue
+        read -r c <"$t/comm" 2>/dev/null
+        [ "$c" = bwrap ] || kill -"$3" "${t#/proc/}" 2>/dev/null
+      done
+    else
+      kill -"$3" -"$g" 2>/dev/null || kill -"$3" "$oi_pid" 2>/dev/null
+    fi
   fi
   printf '.OK %s\n' "$1"
 }
@@ -190,13 +202,27 @@ oi_readers() {
   if oi_kernel_pid "$2" && oi_stat "$oi_pid"; then
     g=$oi_tpgid
     tty=$(readlink "/proc/$oi_pid/fd/0" 2>/dev/null)
-    for t in /proc/"$g"/task/[0-9]*; do
-      read -r nr fd _ <"$t/syscall" 2>/dev/null || continue
-      case $oi_arch:$nr in
-        x86_64:0 | x86_64:17 | x86_64:19 | aarch64:63 | aarch64:65 | aarch64:67) ;;
-        *) continue ;;
-      esac
-      [ "$(readlink "/proc/$g/fd/$((fd))" 2>/dev/null)" = "$tty" ] && printf '.READER %s\n' "$g" && break
+    c=
+    read -r c <"/proc/$g/comm" 2>/dev/null
+    # Under bubblewrap the group's leader is bubblewrap: its members are looked at.
+    members=$g
+    if [ "$c" = bwrap ]; then
+      members=
+      for t in /proc/[0-9]*; do
+        oi_stat "${t#/proc/}" && [ "$oi_pgrp" = "$g" ] || continue
+        read -r c <"$t/comm" 2>/dev/null
+        [ "$c" = bwrap ] || members="$members ${t#/proc/}"
+      done
+    fi
+    for m in $members; do
+      for t in /proc/"$m"/task/[0-9]*; do
+        read -r nr fd _ <"$t/syscall" 2>/dev/null || continue
+        case $oi_arch:$nr in
+          x86_64:0 | x86_64:17 | x86_64:19 | aarch64:63 | aarch64:65 | aarch64:67) ;;
+          *) continue ;;
+        esac
+        [ "$(readlink "/proc/$m/fd/$((fd))" 2>/dev/null)" = "$tty" ] && printf '.READER %s\n' "$m" && break
+      done
     done
   fi
   printf '.OK %s\n' "$1"

@@ -20,6 +20,7 @@ impl Engine {
         self.emit(Event::ExecutorChanged {
             executor: self.kernels.config().executor.name().to_string(),
             note,
+            cwd: self.workdir().await,
         });
     }
 
@@ -81,7 +82,17 @@ impl Engine {
         self.emit(Event::ExecutorChanged {
             executor: executor.name().to_string(),
             note,
+            cwd: self.workdir().await,
         });
+    }
+
+    /// Where blocks run now: the host's working directory once connected, else this
+    /// machine's.
+    async fn workdir(&self) -> Option<String> {
+        if self.kernels.config().executor.is_remote() {
+            return self.kernels.link().await.map(|l| l.info.workdir.clone());
+        }
+        Some(self.config.kernels.cwd.display().to_string())
     }
 
     /// `Op::SetSandbox` with the kernels on a host: they restart under its bubblewrap.

@@ -360,7 +360,13 @@ pub enum Event {
     SandboxChanged { status: SandboxStatus, note: String },
     /// The kernels run elsewhere now (`executor`: `local` or the executor's name), or the
     /// connection to their host changed; `note` says what happened.
-    ExecutorChanged { executor: String, note: String },
+    ExecutorChanged {
+        executor: String,
+        note: String,
+        /// The kernels' working directory there, once connected (here: the session's).
+        #[serde(default)]
+        cwd: Option<String>,
+    },
     /// The session store cannot be written (a full disk, a read-only or damaged store):
     /// `unsaved` steps wait in memory and are tried again. A face shows it until
     /// `StoreRecovered`; headless mode says it on stderr.

@@ -27,8 +27,15 @@ impl App {
                 }
                 self.executor = executor.unwrap_or_else(|| "local".to_string());
             }
-            Event::ExecutorChanged { executor, note } => {
+            Event::ExecutorChanged {
+                executor,
+                note,
+                cwd,
+            } => {
                 self.executor = executor;
+                if let Some(cwd) = cwd {
+                    self.cwd = cwd;
+                }
                 self.chat.push(Entry::Notice(note));
             }
             Event::RulesChanged { approval, note } => {

@@ -1,0 +1,260 @@
+//! Remote kernels through oi-tui's faces, against a real OpenSSH server on 127.0.0.1: the
+//! workbench streams a remote block live and names the host (`--on` and `/on`), headless
+//! `--task --on` runs there and leaves nothing behind, a host that cannot be reached is one
+//! sentence, and `oi-tui mcp --on` runs a caller's code there. The provider's key never
+//! reaches the host.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::model_server::{ModelServer, Reply};
+use super::ssh_server::{SshServer, processes_with_env};
+use super::support::{isolated_oi_tui, json_events, output_within, text};
+use super::tmux::Tmux;
+
+/// A config file with the executor `lab`: the fixture's alias, through its client config,
+/// kernels in `workdir` there.
+fn config(dir: &Path, ssh_config: &Path, workdir: &Path) -> String {
+    let text = format!(
+        "[executors.lab]\nhost = \"{}\"\nssh_options = [\"-F\", \"{}\"]\nworkdir = \"{}\"\n",
+        super::ssh_server::ALIAS,
+        ssh_config.display(),
+        workdir.display()
+    );
+    let path = dir.join("config/oi-tui/config.toml");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, &text).unwrap();
+    text
+}
+
+/// A remote working directory apart from the local one, so that a block shows where it ran.
+fn remote_workdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("oi-remote-work-")
+        .tempdir()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
+    let ssh = tokio::task::spawn_blocking(SshServer::start).await.unwrap();
+    let work = remote_workdir();
+    let ticks = "import os, time\nfor i in range(4):\n    print('tick', i, flush=True)\n    time.sleep(0.8)\nprint('ran in', os.getcwd())";
+    let server = ModelServer::start(vec![
+        Reply::tool("python", ticks),
+        Reply::text("Ticked."),
+        Reply::tool("python", "import time\nx = 5\ntime.sleep(60)"),
+        Reply::text("Stopped."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), &ssh.config_path(), work.path());
+    let tmux = Tmux::workbench(
+        &server.base("openai"),
+        dir.path(),
+        (200, 60),
+        "",
+        "--on lab",
+    );
+    let screen = tmux.wait_for("Connected to lab").await;
+    assert!(
+        screen.contains("on lab"),
+        "the status bar names the host:\n{screen}"
+    );
+    tmux.type_text("count");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("awaiting your decision").await;
+    tmux.send(&["y"]);
+    // Live: the first tick is on screen while the block still runs.
+    let screen = tmux.wait_for("tick 0").await;
+    assert!(!screen.contains("tick 3"), "{screen}");
+    assert!(
+        !screen.contains(&format!("ran in {}", work.path().display())),
+        "{screen}"
+    );
+    let screen = tmux.wait_for("ran · exit 0").await;
+    assert!(
+        screen.contains(&format!("ran in {}", work.path().display())),
+        "{screen}"
+    );
+
+    // Ctrl-C interrupts a remote block; the kernel survives it.
+    tmux.type_text("sleep");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("awaiting your decision").await;
+    tmux.send(&["y"]);
+    tmux.wait_for("running").await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    tmux.send(&["C-c"]);
+    let screen = tmux.wait_for("interrupted").await;
+    assert!(screen.contains("KeyboardInterrupt"), "{screen}");
+
+    // /on local brings the kernels back, and says so.
+    tmux.type_text("/on local");
+    tmux.send(&["Enter"]);
+    let screen = tmux.wait_for("Kernels now run on this machine").await;
+    assert!(screen.contains("restarted"), "{screen}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let screen = tmux.capture();
+    assert!(!screen.contains("on lab"), "{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headless_runs_on_the_host_keeps_the_key_here_and_leaves_nothing_there() {
+    let ssh = tokio::task::spawn_blocking(SshServer::start).await.unwrap();
+    let work = remote_workdir();
+    let code = "import os\nprint('cwd', os.getcwd())\nprint('session', os.environ.get('OI_TUI_SESSION'))\nprint('key', os.environ.get('OPENAI_API_KEY'), os.environ.get('OI_TUI_TEST_TOKEN'))";
+    let server = ModelServer::start(vec![Reply::tool("python", code), Reply::text("Done.")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), &ssh.config_path(), work.path());
+    let mut cmd = isolated_oi_tui(dir.path());
+    cmd.args([
+        "--model",
+        "openai/scripted",
+        "--api-base",
+        &server.base("openai"),
+    ])
+    .args(["--task", "where", "--json", "-y", "--on", "lab"])
+    .env("OPENAI_API_KEY", "sk-never-leaves-this-machine")
+    .env(
+        "OI_TUI_TEST_TOKEN",
+        "ghp_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    );
+    let out = output_within(cmd).await;
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let events = json_events(&out);
+    let configured = events
+        .iter()
+        .find(|e| e["event"] == "session_configured")
+        .unwrap();
+    assert_eq!(configured["executor"], "lab");
+    let changed = events
+        .iter()
+        .find(|e| e["event"] == "executor_changed")
+        .unwrap();
+    assert_eq!(changed["executor"], "lab");
+    assert!(
+        changed["note"]
+            .as_str()
+            .unwrap()
+            .contains("Connected to lab"),
+        "{changed}"
+    );
+    let finished = events
+        .iter()
+        .find(|e| e["event"] == "exec_finished")
+        .unwrap();
+    let output = finished["result"]["output"].as_str().unwrap();
+    assert!(
+        output.contains(&format!("cwd {}", work.path().display())),
+        "{output}"
+    );
+    assert!(output.contains("key None None"), "{output}");
+    assert!(!stdout.contains("sk-never-leaves"), "{stdout}");
+    let session = output
+        .lines()
+        .find_map(|l| l.strip_prefix("session "))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(session.len() >= 8, "{output}");
+    // Nothing of the session is left on the host once oi-tui has ended.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let left = processes_with_env(&format!("OI_TUI_SESSION={session}"));
+    assert!(left.is_empty(), "left running on the host: {left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_host_is_one_sentence_and_no_hang() {
+    let ssh = tokio::task::spawn_blocking(SshServer::start).await.unwrap();
+    let work = remote_workdir();
+    let server = ModelServer::start(vec![
+        Reply::tool("python", "print(1)"),
+        Reply::text("It could not run."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), &ssh.unreachable_config(), work.path());
+    let mut cmd = isolated_oi_tui(dir.path());
+    cmd.args([
+        "--model",
+        "openai/scripted",
+        "--api-base",
+        &server.base("openai"),
+    ])
+    .args(["--task", "try", "-y", "--on", "lab"]);
+    let started = std::time::Instant::now();
+    let out = output_within(cmd).await;
+    let stderr = text(&out.stderr);
+    let stdout = text(&out.stdout);
+    assert!(started.elapsed() < Duration::from_secs(30), "{stderr}");
+    let sentence = stderr
+        .lines()
+        .find(|l| l.contains("refused the connection"))
+        .unwrap_or_else(|| panic!("{stderr}\n{stdout}"));
+    assert!(sentence.contains("lab"), "{sentence}");
+    assert!(
+        stdout.contains("lab refused the connection"),
+        "the block says it too:\n{stdout}"
+    );
+    // The model heard why the block did not run.
+    let chats = server.chats();
+    assert!(
+        chats
+            .last()
+            .unwrap()
+            .all_text()
+            .contains("refused the connection"),
+        "the model is told"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_runs_a_callers_code_on_the_host() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let ssh = tokio::task::spawn_blocking(SshServer::start).await.unwrap();
+    let work = remote_workdir();
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), &ssh.config_path(), work.path());
+    let mut cmd = isolated_oi_tui(dir.path());
+    cmd.args(["mcp", "--on", "lab", "-y"])
+        .stdin(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let messages = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "remote-test", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "execute", "arguments": {"language": "python",
+            "code": "import os\nprint('there', os.getcwd())"}}}),
+    ];
+    for message in messages {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    stdin.flush().await.unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if value["id"] == 2 {
+                return value;
+            }
+        }
+        panic!("the server ended without answering");
+    })
+    .await
+    .expect("an answer within a minute");
+    let shown = answer.to_string();
+    assert!(
+        shown.contains(&format!("there {}", work.path().display())),
+        "{shown}"
+    );
+    drop(stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
+}
