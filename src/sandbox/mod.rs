@@ -191,8 +191,9 @@ pub fn writable_roots(mode: SandboxMode, cwd: &Path) -> Vec<PathBuf> {
     real
 }
 
-/// The sandbox for kernels started in `cwd`.
-pub fn resolve(settings: SandboxSettings, cwd: &Path) -> Resolved {
+/// Nothing in force yet; when the sandbox is off, that is all (with the refusal of a
+/// network turned off without one): `Err` holds it.
+fn unresolved(settings: SandboxSettings) -> Result<Resolved, Resolved> {
     let mut resolved = Resolved {
         settings,
         backend: None,
@@ -206,8 +207,17 @@ pub fn resolve(settings: SandboxSettings, cwd: &Path) -> Resolved {
                 "--network off needs a sandbox, but the sandbox is off: use --sandbox read-only or workspace-write".to_string(),
             );
         }
-        return resolved;
+        return Err(resolved);
     }
+    Ok(resolved)
+}
+
+/// The sandbox for kernels started in `cwd`.
+pub fn resolve(settings: SandboxSettings, cwd: &Path) -> Resolved {
+    let mut resolved = match unresolved(settings) {
+        Ok(resolved) => resolved,
+        Err(off) => return off,
+    };
     match detect() {
         Ok(backend) => {
             resolved.backend = Some(backend);

@@ -7,21 +7,10 @@ use super::{Backend, Network, Resolved, SandboxMode, SandboxSettings};
 
 /// What is in force on `host` (`bwrap`: where bubblewrap is there, if it is).
 pub fn resolve(settings: SandboxSettings, bwrap: Option<&str>, host: &str) -> Resolved {
-    let mut resolved = Resolved {
-        settings,
-        backend: None,
-        prefix: Vec::new(),
-        refusal: None,
-        warning: None,
+    let mut resolved = match super::unresolved(settings) {
+        Ok(resolved) => resolved,
+        Err(off) => return off,
     };
-    if settings.mode == SandboxMode::Off {
-        if settings.network == Network::Off {
-            resolved.refusal = Some(
-                "--network off needs a sandbox, but the sandbox is off: use --sandbox read-only or workspace-write".to_string(),
-            );
-        }
-        return resolved;
-    }
     match bwrap {
         Some(_) => resolved.backend = Some(Backend::Bubblewrap),
         None if settings.explicit => {

@@ -27,6 +27,18 @@ fn config(dir: &Path, ssh_config: &Path, workdir: &Path) -> String {
     text
 }
 
+/// oi-tui headless in `dir`, on the scripted model `server`.
+fn headless(dir: &Path, server: &ModelServer) -> tokio::process::Command {
+    let mut cmd = isolated_oi_tui(dir);
+    cmd.args([
+        "--model",
+        "openai/scripted",
+        "--api-base",
+        &server.base("openai"),
+    ]);
+    cmd
+}
+
 /// A remote working directory apart from the local one, so that a block shows where it ran.
 fn remote_workdir() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -107,19 +119,13 @@ async fn headless_runs_on_the_host_keeps_the_key_here_and_leaves_nothing_there()
     let server = ModelServer::start(vec![Reply::tool("python", code), Reply::text("Done.")]).await;
     let dir = tempfile::tempdir().unwrap();
     config(dir.path(), &ssh.config_path(), work.path());
-    let mut cmd = isolated_oi_tui(dir.path());
-    cmd.args([
-        "--model",
-        "openai/scripted",
-        "--api-base",
-        &server.base("openai"),
-    ])
-    .args(["--task", "where", "--json", "-y", "--on", "lab"])
-    .env("OPENAI_API_KEY", "sk-never-leaves-this-machine")
-    .env(
-        "OI_TUI_TEST_TOKEN",
-        "ghp_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-    );
+    let mut cmd = headless(dir.path(), &server);
+    cmd.args(["--task", "where", "--json", "-y", "--on", "lab"])
+        .env("OPENAI_API_KEY", "sk-never-leaves-this-machine")
+        .env(
+            "OI_TUI_TEST_TOKEN",
+            "ghp_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        );
     let out = output_within(cmd).await;
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
@@ -176,14 +182,8 @@ async fn an_unreachable_host_is_one_sentence_and_no_hang() {
     .await;
     let dir = tempfile::tempdir().unwrap();
     config(dir.path(), &ssh.unreachable_config(), work.path());
-    let mut cmd = isolated_oi_tui(dir.path());
-    cmd.args([
-        "--model",
-        "openai/scripted",
-        "--api-base",
-        &server.base("openai"),
-    ])
-    .args(["--task", "try", "-y", "--on", "lab"]);
+    let mut cmd = headless(dir.path(), &server);
+    cmd.args(["--task", "try", "-y", "--on", "lab"]);
     let started = std::time::Instant::now();
     let out = output_within(cmd).await;
     let stderr = text(&out.stderr);
