@@ -125,6 +125,8 @@ impl Engine {
             info.bwrap.as_deref(),
             &link.target.name,
         );
+        // What a block deletes is judged against the working directory there.
+        self.policy.set_root(&info.workdir);
         self.facts.os = format!("{} (the host {}, over SSH)", info.os, info.hostname);
         self.facts.cwd = info.workdir.clone();
         self.facts.shell = info.shell.clone();
@@ -169,6 +171,7 @@ impl Engine {
     /// The facts of this machine again, after the kernels came back from a host.
     fn local_facts(&mut self) {
         let cwd = self.config.kernels.cwd.clone();
+        self.policy.set_root(&cwd);
         let sandbox = crate::sandbox::resolve(self.config.sandbox, &cwd);
         let available: Vec<Language> = Language::ALL
             .into_iter()

@@ -60,6 +60,12 @@ impl Policy {
         }
     }
 
+    /// Judges blocks against another workspace from now on (the kernels moved to a host,
+    /// where they start in its working directory).
+    pub fn set_root(&mut self, workspace_root: impl Into<PathBuf>) {
+        self.root = workspace_root.into();
+    }
+
     /// The rules in force.
     pub fn rules(&self) -> &Rules {
         &self.rules

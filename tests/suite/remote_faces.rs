@@ -258,3 +258,65 @@ async fn mcp_runs_a_callers_code_on_the_host() {
     drop(stdin);
     let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_figure_comes_back_and_deletes_are_judged_against_the_remote_workspace() {
+    let ssh = tokio::task::spawn_blocking(SshServer::start).await.unwrap();
+    let work = remote_workdir();
+    let plot = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()";
+    let inside = format!("rm -rf {}/scratch", work.path().display());
+    let dir = tempfile::tempdir().unwrap();
+    let outside = format!("rm -rf {}/not-there", dir.path().display());
+    let server = ModelServer::start(vec![
+        Reply::tool("python", plot),
+        Reply::tool("shell", &inside).and_tool("shell", &outside),
+        Reply::text("Done."),
+    ])
+    .await;
+    let mut settings = config(dir.path(), &ssh.config_path(), work.path());
+    // The kernels there use the Python that has matplotlib.
+    settings.push_str(&format!(
+        "interpreters = {{ python = \"{}\" }}\n",
+        super::support::mcp_python().display()
+    ));
+    std::fs::write(dir.path().join("config/oi-tui/config.toml"), settings).unwrap();
+    let mut cmd = headless(dir.path(), &server);
+    cmd.args(["--task", "plot", "--json", "-y", "--on", "lab"]);
+    let out = output_within(cmd).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let events = json_events(&out);
+    let finished = events
+        .iter()
+        .find(|e| e["event"] == "exec_finished")
+        .unwrap();
+    let images = finished["result"]["images"].as_array().unwrap();
+    assert_eq!(images.len(), 1, "{finished}");
+    let kept = Path::new(images[0]["path"].as_str().unwrap());
+    assert!(
+        kept.starts_with(dir.path()),
+        "kept with the session here: {kept:?}"
+    );
+    assert!(std::fs::read(kept).unwrap().starts_with(b"\x89PNG"));
+    // What a block deletes is judged against the working directory there.
+    let verdicts: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "block_proposed")
+        .map(|e| e["verdict"]["highest"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        verdicts,
+        ["read_only", "deletes", "deletes_outside_workspace"],
+        "{}",
+        text_of(&out)
+    );
+    // The session exports here, its figure with it.
+    let mut export = isolated_oi_tui(dir.path());
+    export.args(["sessions", "export", "last", "--format", "ipynb"]);
+    let exported = output_within(export).await;
+    let notebook = text(&exported.stdout);
+    assert!(notebook.contains("image/png"), "{}", text_of(&exported));
+}
+
+fn text_of(out: &std::process::Output) -> String {
+    format!("{}\n{}", text(&out.stdout), text(&out.stderr))
+}
