@@ -109,6 +109,14 @@ impl Engine {
     /// Connects to the remote executor; the sentence that says how it went. The facts the
     /// model is told (system, working directory, languages, sandbox) become the host's.
     async fn connect_and_describe(&mut self) -> String {
+        if self.kernels.link().await.is_none() {
+            self.emit(Event::Notice {
+                message: format!(
+                    "Connecting to {}…",
+                    self.kernels.config().executor.name()
+                ),
+            });
+        }
         let (link, _) = match self.kernels.connect().await {
             Ok(link) => link,
             Err(e) => {
