@@ -261,8 +261,7 @@ impl Kernel {
             )
             .await;
         }
-        self.process.control.kill();
-        Vec::new()
+        self.process.control.kill()
     }
 
     /// The processes of the kernel terminal's foreground group that wait for keyboard input.
