@@ -189,11 +189,25 @@ impl Kernel {
         if crate::shutdown::leaving() {
             return Err("oi-tui is stopping: no kernel starts".to_string());
         }
-        let run_line = super::remote::run_line(&link, language, prefix)?;
+        let (program, run_line) = super::remote::run_line(&link, language, prefix)?;
+        // A configured interpreter that is not there is said so, not left to fail as a
+        // kernel that exits at once.
+        let quoted = super::remote::sh_quote(&program);
+        if let Err(e) = link
+            .call(|seq| format!("oi_can_run {seq} {quoted}\n"))
+            .await
+        {
+            return Err(format!(
+                "Cannot run {language} on {host}: {e}. Install it on {host}, or name the right path under `interpreters` in the executor's settings.",
+                host = link.target.name
+            ));
+        }
         link.prepare(language, &run_line).await?;
+        // Of one width: the helper finds a kernel's processes by `OI_TUI_KERNEL=TOKEN/NAME`
+        // as a substring of their environment, which `k1` would be of `k12`'s.
         let name = format!(
-            "k{}",
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            "k{:08}",
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 100_000_000
         );
         link.call(|seq| format!("oi_kernel {seq} {name}\n"))
             .await

@@ -29,12 +29,20 @@ pub struct SshServer {
     port: u16,
     user: String,
     sshd: Option<Child>,
+    /// Variables sshd accepts from clients (`AcceptEnv`).
+    accept_env: Vec<String>,
 }
 
 impl SshServer {
     /// Generates the keys and configs and starts sshd; returns once `ssh <alias> true`
     /// succeeds. Panics with sshd's log if it never does.
     pub fn start() -> SshServer {
+        SshServer::start_accepting_env(&[])
+    }
+
+    /// Like `start`, with sshd accepting these variables from clients (`AcceptEnv`), so
+    /// that a client's `SendEnv` can carry them.
+    pub fn start_accepting_env(names: &[&str]) -> SshServer {
         let dir = tempfile::Builder::new()
             .prefix("oi-sshd-")
             .tempdir()
@@ -51,6 +59,7 @@ impl SshServer {
             port: 0,
             user,
             sshd: None,
+            accept_env: names.iter().map(|n| n.to_string()).collect(),
         };
         let mut failures = Vec::new();
         for _ in 0..5 {
@@ -207,6 +216,11 @@ impl SshServer {
     fn write_configs(&self) {
         let dir = self.dir.path();
         let abs = |name: &str| dir.join(name).display().to_string();
+        let accept = if self.accept_env.is_empty() {
+            String::new()
+        } else {
+            format!("AcceptEnv {}\n", self.accept_env.join(" "))
+        };
         let sshd_config = format!(
             "ListenAddress 127.0.0.1:{port}\n\
              HostKey {host_key}\n\
@@ -229,6 +243,7 @@ impl SshServer {
              Banner none\n\
              Subsystem sftp internal-sftp\n\
              SetEnv {mark}={dir}\n\
+             {accept}\
              LogLevel VERBOSE\n",
             port = self.port,
             host_key = abs("host_key"),

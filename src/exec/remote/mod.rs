@@ -23,14 +23,14 @@ use super::Language;
 /// The kind of the private local directory that holds a connection's socket.
 pub(crate) const SSH_DIR: &str = "ssh";
 
-/// The command line (as `sh` that sets `$@`) of a language's interpreter on the host, with
-/// its driver: the one the target names, else the one found on the host's PATH. Err: the
-/// sentence for a missing interpreter, naming the host.
+/// The interpreter of a language on the host (the one the target names, else the one found
+/// on the host's PATH) and its command line (as `sh` that sets `$@`), with its driver. Err:
+/// the sentence for a missing interpreter, naming the host.
 pub(crate) fn run_line(
     link: &Link,
     language: Language,
     prefix: &[String],
-) -> Result<String, String> {
+) -> Result<(String, String), String> {
     let configured = link
         .target
         .interpreters
@@ -96,5 +96,5 @@ pub(crate) fn run_line(
     words.push(sh_quote(&program));
     words.extend(args.iter().map(|a| sh_quote(a)));
     words.push(format!("\"$oi_dir/{driver}\""));
-    Ok(format!("set -- {}\n", words.join(" ")))
+    Ok((program, format!("set -- {}\n", words.join(" "))))
 }
