@@ -202,6 +202,25 @@ async fn interrupt_keeps_the_remote_kernels_and_their_state() {
     assert!(!r.state_lost, "{r:#?}");
     let (r, _) = run(k, Language::Shell, "echo $KEPT").await;
     assert_eq!(r.output.trim(), "sh-state", "{r:#?}");
+
+    // An interrupt that comes while the kernel still starts is acted on once it has.
+    let (handle, _) = spawn_block(
+        k.clone(),
+        Block::new(Language::Perl, "our $kept = 1; sleep 30;"),
+    );
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let asked = Instant::now();
+    assert!(k.interrupt());
+    let r = tokio::time::timeout(Duration::from_secs(10), handle)
+        .await
+        .expect("an early interrupt ends the block")
+        .expect("join");
+    assert!(
+        asked.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert_eq!(r.status, RunStatus::Interrupted, "{r:#?}");
     k.shutdown().await;
 }
 
@@ -474,6 +493,22 @@ async fn a_missing_interpreter_there_is_named_with_the_host() {
         "shell",
     );
     rk.kernels.shutdown().await;
+
+    // A working directory that is not there.
+    let rk = remote_with(&server, |_, t| {
+        t.workdir = Some("/nonexistent/oi-work".into());
+    });
+    let (r, _) = run(&rk.kernels, Language::Shell, "echo no").await;
+    assert_eq!(r.status, RunStatus::Unavailable, "{r:#?}");
+    assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+    assert!(r.notes[0].contains("oi-test"), "{:?}", r.notes);
+    assert!(r.notes[0].contains("/nonexistent/oi-work"), "{:?}", r.notes);
+    let config = server.config_path().display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !local_ssh(&config).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(local_ssh(&config).is_empty(), "an ssh was left running");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
