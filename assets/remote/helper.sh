@@ -408,7 +408,8 @@ oi_can_run() {
       fi
       ;;
     *)
-      if command -v "$2" >/dev/null 2>&1; then
+      # (With the kernels' variables: a PATH set for them counts.)
+      if (. "$oi_dir/env" && command -v "$2") >/dev/null 2>&1; then
         printf '.OK %s\n' "$1"
       else
         oi_fail "$1" "$2 is not on its PATH"

@@ -48,6 +48,8 @@ pub(crate) struct RunOptions {
 pub(crate) struct Kernel {
     /// When the running (or last) block was handed over, by the file system's clock.
     handed_at: Option<std::time::SystemTime>,
+    /// Output that came before the first block (passed on as idle output).
+    early: Vec<u8>,
     language: Language,
     process: PtyProcess,
     nonce: String,
@@ -169,6 +171,7 @@ impl Kernel {
         let process = PtyProcess::spawn(cmd, size)?;
         Ok(Kernel {
             handed_at: None,
+            early: Vec::new(),
             language,
             process,
             nonce: uuid::Uuid::new_v4().simple().to_string(),
@@ -217,15 +220,18 @@ impl Kernel {
                     link.target.name
                 )
             })?;
-        let cmd = link.kernel_command(language, &name);
-        let process = PtyProcess::spawn(cmd, size).map_err(|e| {
+        let ready = uuid::Uuid::new_v4().simple().to_string();
+        let cmd = link.kernel_command(language, &name, &ready);
+        let mut process = PtyProcess::spawn(cmd, size).map_err(|e| {
             format!(
                 "Cannot start the {language} kernel on {}: {e}.",
                 link.target.name
             )
         })?;
+        let early = skip_login_output(&mut process, &format!("OI_TUI_READY_{ready}")).await;
         Ok(Kernel {
             handed_at: None,
+            early,
             language,
             process,
             nonce: uuid::Uuid::new_v4().simple().to_string(),
@@ -393,6 +399,9 @@ impl Kernel {
 
     /// Passes output that arrived while no block ran (background jobs) to the sink.
     pub fn pass_idle_output(&mut self, sink: &mut (dyn FnMut(&[u8]) + Send)) {
+        if !self.early.is_empty() {
+            sink(&std::mem::take(&mut self.early));
+        }
         while let Ok(chunk) = self.process.output.try_recv() {
             sink(&chunk);
         }
@@ -798,6 +807,35 @@ impl Kernel {
             code: None,
             signal: None,
         })
+    }
+}
+
+/// What a remote kernel's login printed before `kernel.sh` said `ready` (a chatty
+/// `.bashrc`, a banner) is not output of any block: it is read and dropped here. Returns
+/// what came after the line (or everything, when the kernel ended or took too long: what
+/// it said then is kept for the person to see).
+async fn skip_login_output(process: &mut PtyProcess, ready: &str) -> Vec<u8> {
+    let deadline = tokio::time::Instant::now() + super::remote::COMMAND_LIMIT;
+    let mut seen: Vec<u8> = Vec::new();
+    loop {
+        match tokio::time::timeout_at(deadline, process.output.recv()).await {
+            Ok(Some(chunk)) => {
+                seen.extend_from_slice(&chunk);
+                if let Some(at) = seen
+                    .windows(ready.len())
+                    .position(|w| w == ready.as_bytes())
+                {
+                    let mut rest = seen.split_off(at + ready.len());
+                    let line_end = rest
+                        .iter()
+                        .take_while(|b| **b == b'\r' || **b == b'\n')
+                        .count();
+                    rest.drain(..line_end);
+                    return rest;
+                }
+            }
+            Ok(None) | Err(_) => return seen,
+        }
     }
 }
 

@@ -768,3 +768,16 @@ async fn a_remote_kernel_that_exits_is_replaced() {
     let left = settled(&rk.tag(), Duration::from_secs(3)).await;
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chatty_login_shell_does_not_break_the_connection() {
+    let server = SshServer::start_with_chatter("Welcome to the test host\nLast login: never");
+    let rk = remote(&server);
+    let (r, _) = run(&rk.kernels, Language::Python, "print('only this')").await;
+    ok(&r, "python");
+    assert_eq!(r.output.trim(), "only this", "{r:#?}");
+    let (r, _) = run(&rk.kernels, Language::Shell, "echo shell too").await;
+    ok(&r, "shell");
+    assert_eq!(r.output.trim(), "shell too", "{r:#?}");
+    rk.kernels.shutdown().await;
+}

@@ -31,6 +31,8 @@ pub struct SshServer {
     sshd: Option<Child>,
     /// Variables sshd accepts from clients (`AcceptEnv`).
     accept_env: Vec<String>,
+    /// What a login prints before it runs the command, if anything.
+    chatter: Option<String>,
 }
 
 impl SshServer {
@@ -43,6 +45,16 @@ impl SshServer {
     /// Like `start`, with sshd accepting these variables from clients (`AcceptEnv`), so
     /// that a client's `SendEnv` can carry them.
     pub fn start_accepting_env(names: &[&str]) -> SshServer {
+        SshServer::start_with(names, None)
+    }
+
+    /// Like `start`, with every login printing `chatter` on its standard output before it
+    /// runs the command, as a chatty `.bashrc` does.
+    pub fn start_with_chatter(chatter: &str) -> SshServer {
+        SshServer::start_with(&[], Some(chatter))
+    }
+
+    fn start_with(names: &[&str], chatter: Option<&str>) -> SshServer {
         let dir = tempfile::Builder::new()
             .prefix("oi-sshd-")
             .tempdir()
@@ -60,6 +72,7 @@ impl SshServer {
             user,
             sshd: None,
             accept_env: names.iter().map(|n| n.to_string()).collect(),
+            chatter: chatter.map(str::to_string),
         };
         let mut failures = Vec::new();
         for _ in 0..5 {
@@ -221,6 +234,23 @@ impl SshServer {
         } else {
             format!("AcceptEnv {}\n", self.accept_env.join(" "))
         };
+        let set_env = format!("{SESSION_MARK}={}", dir.display());
+        // The chatter comes from the login itself (a ForceCommand that prints it, then runs
+        // the command asked for), as from a chatty .bashrc.
+        let mut force = String::new();
+        if let Some(chatter) = &self.chatter {
+            use std::os::unix::fs::PermissionsExt;
+            let script = dir.join("chatter.sh");
+            let quoted = chatter.replace('\'', r"'\''");
+            std::fs::write(
+                &script,
+                format!("#!/bin/sh\nprintf '%s\\n' '{quoted}'\nexec /bin/sh -c \"$SSH_ORIGINAL_COMMAND\"\n"),
+            )
+            .expect("chatter");
+            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+                .expect("chatter mode");
+            force = format!("ForceCommand {}\n", script.display());
+        }
         let sshd_config = format!(
             "ListenAddress 127.0.0.1:{port}\n\
              HostKey {host_key}\n\
@@ -242,15 +272,14 @@ impl SshServer {
              X11Forwarding no\n\
              Banner none\n\
              Subsystem sftp internal-sftp\n\
-             SetEnv {mark}={dir}\n\
+             SetEnv {set_env}\n\
              {accept}\
+             {force}\
              LogLevel VERBOSE\n",
             port = self.port,
             host_key = abs("host_key"),
             pid = abs("sshd.pid"),
             authorized = abs("authorized_keys"),
-            mark = SESSION_MARK,
-            dir = dir.display(),
         );
         std::fs::write(dir.join("sshd_config"), sshd_config).expect("sshd_config");
         let host_public = read(&dir.join("host_key.pub"));

@@ -15,6 +15,7 @@ mod link;
 mod target;
 
 pub(crate) use helper::sh_quote;
+pub(crate) use link::COMMAND_LIMIT;
 pub use link::{Link, LinkEnv, RemoteInfo, kill_all};
 pub use target::SshTarget;
 
