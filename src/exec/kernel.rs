@@ -228,7 +228,17 @@ impl Kernel {
                 link.target.name
             )
         })?;
-        let early = skip_login_output(&mut process, &format!("OI_TUI_READY_{ready}")).await;
+        let early = match super::remote::await_ready(&mut process.output, &ready).await {
+            Ok(early) => early,
+            Err(why) => {
+                // (The local `ssh` goes with `process`.)
+                link.send(|seq| format!("oi_kill {seq} {name}\n"));
+                return Err(format!(
+                    "Cannot start the {language} kernel on {}: {why}.",
+                    link.target.name
+                ));
+            }
+        };
         Ok(Kernel {
             handed_at: None,
             early,
@@ -807,35 +817,6 @@ impl Kernel {
             code: None,
             signal: None,
         })
-    }
-}
-
-/// What a remote kernel's login printed before `kernel.sh` said `ready` (a chatty
-/// `.bashrc`, a banner) is not output of any block: it is read and dropped here. Returns
-/// what came after the line (or everything, when the kernel ended or took too long: what
-/// it said then is kept for the person to see).
-async fn skip_login_output(process: &mut PtyProcess, ready: &str) -> Vec<u8> {
-    let deadline = tokio::time::Instant::now() + super::remote::COMMAND_LIMIT;
-    let mut seen: Vec<u8> = Vec::new();
-    loop {
-        match tokio::time::timeout_at(deadline, process.output.recv()).await {
-            Ok(Some(chunk)) => {
-                seen.extend_from_slice(&chunk);
-                if let Some(at) = seen
-                    .windows(ready.len())
-                    .position(|w| w == ready.as_bytes())
-                {
-                    let mut rest = seen.split_off(at + ready.len());
-                    let line_end = rest
-                        .iter()
-                        .take_while(|b| **b == b'\r' || **b == b'\n')
-                        .count();
-                    rest.drain(..line_end);
-                    return rest;
-                }
-            }
-            Ok(None) | Err(_) => return seen,
-        }
     }
 }
 

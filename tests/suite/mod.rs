@@ -18,6 +18,7 @@ mod mcp_server;
 mod mcp_workbench;
 mod model_server;
 mod policy;
+mod remote_faults;
 mod remote_kernels;
 mod replay;
 mod safe_text;

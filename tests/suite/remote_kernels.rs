@@ -15,21 +15,21 @@ use super::ssh_server::{ALIAS, SshServer, processes_with_env};
 use super::support::{run, run_block, spawn_block, wait_for_output};
 
 /// A set of remote kernels of its own session, working in a directory of its own.
-struct Remote {
-    kernels: Arc<Kernels>,
-    session: String,
-    work: tempfile::TempDir,
-    images: tempfile::TempDir,
+pub(super) struct Remote {
+    pub(super) kernels: Arc<Kernels>,
+    pub(super) session: String,
+    pub(super) work: tempfile::TempDir,
+    pub(super) images: tempfile::TempDir,
 }
 
 impl Remote {
     /// The environment entry every process of this session carries there.
-    fn tag(&self) -> String {
+    pub(super) fn tag(&self) -> String {
         format!("OI_TUI_SESSION={}", self.session)
     }
 }
 
-fn target(config: &Path, workdir: Option<&Path>) -> SshTarget {
+pub(super) fn target(config: &Path, workdir: Option<&Path>) -> SshTarget {
     let mut t = SshTarget::from_host(ALIAS).expect("target");
     t.ssh_options = vec!["-F".into(), config.display().to_string()];
     t.workdir = workdir.map(|d| d.display().to_string());
@@ -37,11 +37,11 @@ fn target(config: &Path, workdir: Option<&Path>) -> SshTarget {
     t
 }
 
-fn remote(server: &SshServer) -> Remote {
+pub(super) fn remote(server: &SshServer) -> Remote {
     remote_with(server, |_, _| {})
 }
 
-fn remote_with(
+pub(super) fn remote_with(
     server: &SshServer,
     adjust: impl FnOnce(&mut KernelConfig, &mut SshTarget),
 ) -> Remote {
@@ -68,7 +68,7 @@ fn remote_with(
 }
 
 /// Waits (at most `limit`) until no process carries `needle`; returns what still does.
-async fn settled(needle: &str, limit: Duration) -> Vec<(i32, String)> {
+pub(super) async fn settled(needle: &str, limit: Duration) -> Vec<(i32, String)> {
     let deadline = Instant::now() + limit;
     loop {
         let left = processes_with_env(needle);
@@ -80,7 +80,7 @@ async fn settled(needle: &str, limit: Duration) -> Vec<(i32, String)> {
 }
 
 /// Local `ssh` processes whose command line mentions `needle` (a config file's path).
-fn local_ssh(needle: &str) -> Vec<i32> {
+pub(super) fn local_ssh(needle: &str) -> Vec<i32> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return found;
@@ -106,7 +106,7 @@ fn local_ssh(needle: &str) -> Vec<i32> {
     found
 }
 
-fn ok(r: &RunResult, what: &str) {
+pub(super) fn ok(r: &RunResult, what: &str) {
     assert_eq!(r.status, RunStatus::Success, "{what}: {r:#?}");
 }
 
@@ -422,93 +422,6 @@ async fn a_dropped_connection_ends_the_block_and_the_next_reconnects() {
         r.notes
     );
     k.shutdown().await;
-}
-
-/// Runs one block against a config that cannot connect; checks the one sentence and that no
-/// `ssh` is left running here.
-async fn refused(config: &Path, expected: &str) {
-    let work = tempfile::tempdir().expect("work");
-    let kernels = Kernels::new(KernelConfig {
-        cwd: work.path().to_path_buf(),
-        executor: Executor::Ssh(target(config, None)),
-        session_id: Some(format!("rk-{}", uuid::Uuid::new_v4().simple())),
-        ..KernelConfig::default()
-    });
-    let started = Instant::now();
-    let (r, _) = run(&kernels, Language::Python, "print(1)").await;
-    assert!(
-        started.elapsed() < Duration::from_secs(12),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(r.status, RunStatus::Unavailable, "{r:#?}");
-    assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
-    let note = &r.notes[0];
-    assert_eq!(note.lines().count(), 1, "{note}");
-    assert!(note.contains(ALIAS), "{note}");
-    assert!(note.contains(expected), "{expected:?} not in {note:?}");
-    let config = config.display().to_string();
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while !local_ssh(&config).is_empty() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(local_ssh(&config).is_empty(), "an ssh was left running");
-    drop(kernels);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_connection_fault_is_one_sentence_naming_the_host() {
-    let mut server = SshServer::start();
-    refused(&server.config_with_wrong_key(), "refused the login").await;
-    refused(&server.unreachable_config(), "refused the connection").await;
-    server.replace_host_key();
-    refused(&server.config_path(), "host key").await;
-    refused(&server.config_path(), "has changed").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_missing_interpreter_there_is_named_with_the_host() {
-    let server = SshServer::start();
-    let rk = remote_with(&server, |_, t| {
-        t.interpreters = vec![(Language::Ruby, "/nonexistent/ruby".into())];
-    });
-    let started = Instant::now();
-    let (r, _) = run(&rk.kernels, Language::Ruby, "puts 1").await;
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(r.status, RunStatus::Unavailable, "{r:#?}");
-    let all = r.notes.join("\n");
-    assert!(all.contains("Cannot run ruby on oi-test"), "{all}");
-    assert!(all.contains("/nonexistent/ruby"), "{all}");
-    // A language whose program is nowhere on the host's PATH.
-    let (r, _) = run(&rk.kernels, Language::PowerShell, "Write-Output 1").await;
-    assert_eq!(r.status, RunStatus::Unavailable, "{r:#?}");
-    assert!(r.notes.join(" ").contains("on oi-test"), "{:?}", r.notes);
-    // The others still run.
-    ok(
-        &run(&rk.kernels, Language::Shell, "echo fine").await.0,
-        "shell",
-    );
-    rk.kernels.shutdown().await;
-
-    // A working directory that is not there.
-    let rk = remote_with(&server, |_, t| {
-        t.workdir = Some("/nonexistent/oi-work".into());
-    });
-    let (r, _) = run(&rk.kernels, Language::Shell, "echo no").await;
-    assert_eq!(r.status, RunStatus::Unavailable, "{r:#?}");
-    assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
-    assert!(r.notes[0].contains("oi-test"), "{:?}", r.notes);
-    assert!(r.notes[0].contains("/nonexistent/oi-work"), "{:?}", r.notes);
-    let config = server.config_path().display().to_string();
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while !local_ssh(&config).is_empty() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(local_ssh(&config).is_empty(), "an ssh was left running");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
