@@ -138,7 +138,13 @@ async fn state_persists_and_output_streams() {
     assert_eq!(lines[0], sub.display().to_string(), "{lines:?}");
     assert_eq!(lines[1], "y=7");
     assert_eq!(lines[2], rk.session);
-    assert!(lines[3].contains("/k"), "{lines:?}");
+    // TOKEN/NAME, the names of one width: the helper finds a kernel's processes by this
+    // entry as a substring of their environment, which `…/k1` would be of `…/k12`'s.
+    let (_, name) = lines[3].rsplit_once('/').expect("TOKEN/NAME");
+    assert!(
+        name.len() == 9 && name.starts_with('k') && name[1..].bytes().all(|b| b.is_ascii_digit()),
+        "{lines:?}"
+    );
 
     // The first part reaches the sink before the block ends.
     let (handle, seen) = spawn_block(
@@ -444,6 +450,8 @@ async fn nothing_of_a_session_survives_its_end_there() {
     let left = settled(&rk.tag(), Duration::from_secs(3)).await;
     assert!(left.is_empty(), "left running there: {left:?}");
     assert!(!Path::new(&dir).exists(), "{dir} is still there");
+    let config = server.config_path().display().to_string();
+    assert!(local_ssh(&config).is_empty(), "an ssh still runs here");
 
     // Dropped.
     let rk = remote(&server);
