@@ -422,6 +422,17 @@ oi_ping() {
   printf '.OK %s\n' "$1"
 }
 
+# oi_size SEQ KERNEL: the size of the kernel's terminal (".SIZE ROWS COLS").
+oi_size() {
+  if oi_kernel_pid "$2"; then
+    t=$(readlink "/proc/$oi_pid/fd/0" 2>/dev/null)
+    case $t in
+      /dev/*) sz=$(stty size 2>/dev/null <"$t") && printf '.SIZE %s\n' "$sz" ;;
+    esac
+  fi
+  printf '.OK %s\n' "$1"
+}
+
 # oi_pid SEQ KERNEL: the kernel's interpreter's process id.
 oi_pid() {
   oi_kernel_pid "$2" && printf '.PID %s\n' "$oi_pid"

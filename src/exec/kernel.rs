@@ -50,6 +50,8 @@ pub(crate) struct Kernel {
     handed_at: Option<std::time::SystemTime>,
     /// Output that came before the first block (passed on as idle output).
     early: Vec<u8>,
+    /// The size a remote kernel's terminal there was last seen to have.
+    remote_size: Option<(u16, u16)>,
     language: Language,
     process: PtyProcess,
     nonce: String,
@@ -172,6 +174,7 @@ impl Kernel {
         Ok(Kernel {
             handed_at: None,
             early: Vec::new(),
+            remote_size: None,
             language,
             process,
             nonce: uuid::Uuid::new_v4().simple().to_string(),
@@ -242,11 +245,40 @@ impl Kernel {
         Ok(Kernel {
             handed_at: None,
             early,
+            remote_size: Some((size.rows, size.cols)),
             language,
             process,
             nonce: uuid::Uuid::new_v4().simple().to_string(),
             place: Place::Remote { link, name },
         })
+    }
+
+    /// A remote kernel's terminal takes a new size a moment after the local one (`ssh`
+    /// passes it on): once it changed, waits (a second at most) until the terminal there
+    /// has it, so that the block about to run sees it as a local one would.
+    pub async fn settle_size(&mut self, rows: u16, cols: u16) {
+        let Place::Remote { link, name } = &self.place else {
+            return;
+        };
+        let want = (rows.max(1), cols.max(1));
+        if self.remote_size == Some(want) {
+            return;
+        }
+        let expected = format!("{} {}", want.0, want.1);
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            let asked = link.call(|seq| format!("oi_size {seq} {name}\n")).await;
+            let seen = match &asked {
+                Ok(reply) => reply.values("SIZE").next().map(str::trim),
+                Err(_) => None,
+            };
+            // Unknown there (no answer, no terminal): nothing to wait for.
+            if seen.is_none_or(|s| s == expected) || Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.remote_size = Some(want);
     }
 
     /// The link of a kernel that runs on another host.
