@@ -92,12 +92,20 @@ case $oi_base in
 esac
 [ -d "$oi_base" ] && [ -w "$oi_base" ] || oi_base=/tmp
 oi_dir=$oi_base/oi-tui-remote-$oi_token
-if ! mkdir -m 700 "$oi_dir" 2>/dev/null; then
+# Made under another name and renamed once it names its helper: another session's sweep
+# never sees it without its helper.pid (and takes it for a crashed session's).
+oi_new=$oi_base/.oi-tui-new-$oi_token
+if ! mkdir -m 700 "$oi_new" 2>/dev/null; then
   trap - EXIT
   oi_fail 0 "cannot make a private directory in $oi_base"
   exit 1
 fi
-echo "$$" >"$oi_dir/helper.pid"
+if ! { echo "$$" >"$oi_new/helper.pid" && mv "$oi_new" "$oi_dir"; }; then
+  rm -rf "$oi_new"
+  trap - EXIT
+  oi_fail 0 "cannot make a private directory in $oi_base"
+  exit 1
+fi
 oi_sweep
 
 # 2. The working directory.
@@ -196,36 +204,108 @@ oi_kill() {
   printf '.OK %s\n' "$1"
 }
 
-# oi_readers SEQ KERNEL: the threads of the kernel terminal's foreground group's leader
-# that are asleep in read(2) on the terminal (as .READER PID lines).
+# oi_reads PID TID: whether the thread is asleep reading the terminal $tty: in read(2) on
+# it, or in poll, select or epoll_wait watching it for input (as readline, libuv and curses
+# do). The watched descriptors are read from the process's memory (poll, select) or its
+# epoll's fdinfo.
+oi_reads() {
+  oi_p=$1
+  read -r nr a0 a1 _ 2>/dev/null <"/proc/$1/task/$2/syscall" || return 1
+  case $a0$a1 in
+    *[!0-9a-fx]*) return 1 ;;
+  esac
+  case $oi_arch:$nr in
+    x86_64:0 | x86_64:17 | x86_64:19 | aarch64:63 | aarch64:65 | aarch64:67)
+      oi_is_tty "$((a0))"
+      return
+      ;;
+    x86_64:7 | x86_64:271 | aarch64:73)
+      # poll(fds, nfds): struct pollfd { int fd; short events, revents; }, 4-aligned.
+      n=$((a1)) a=$((a0))
+      [ "$n" -gt 0 ] && [ "$n" -le 256 ] && [ $((a % 4)) -eq 0 ] || return 1
+      # shellcheck disable=SC2046
+      set -- $(dd if="/proc/$oi_p/mem" bs=4 skip=$((a / 4)) count=$((n * 2)) 2>/dev/null | od -An -v -tu4)
+      while [ "$#" -ge 2 ]; do
+        if [ $(($2 & 1)) -ne 0 ] && oi_is_tty "$1"; then
+          return 0
+        fi
+        shift 2
+      done
+      return 1
+      ;;
+    x86_64:23 | x86_64:270 | aarch64:72)
+      # select(nfds, readfds, ...): a bit array (little-endian longs).
+      n=$((a0)) a=$((a1))
+      [ "$n" -gt 0 ] && [ "$n" -le 1024 ] && [ "$a" -ne 0 ] || return 1
+      # shellcheck disable=SC2046
+      set -- $(dd if="/proc/$oi_p/mem" bs=1 skip="$a" count=$(((n + 7) / 8)) 2>/dev/null | od -An -v -tu1)
+      i=0
+      for b in "$@"; do
+        for bit in 0 1 2 3 4 5 6 7; do
+          if [ $(((b >> bit) & 1)) -eq 1 ] && oi_is_tty $((i * 8 + bit)); then
+            return 0
+          fi
+        done
+        i=$((i + 1))
+      done
+      return 1
+      ;;
+    x86_64:232 | x86_64:281 | x86_64:441 | aarch64:22 | aarch64:441)
+      # epoll_wait(epfd, ...): its fdinfo lists "tfd: FD events: HEX ...".
+      while read -r tag fd _ ev _; do
+        [ "$tag" = "tfd:" ] || continue
+        # (Checked first: a bad number in $((…)) would end this shell.)
+        case $fd$ev in
+          '' | *[!0-9a-fA-F]*) continue ;;
+        esac
+        if [ $((0x$ev & 1)) -ne 0 ] && oi_is_tty "$fd"; then
+          return 0
+        fi
+      done <"/proc/$oi_p/fdinfo/$((a0))"
+      return 1
+      ;;
+  esac
+  return 1
+}
+
+# oi_is_tty FD: whether the descriptor FD of $oi_p is the terminal $tty.
+oi_is_tty() {
+  [ "$(readlink "/proc/$oi_p/fd/$1" 2>/dev/null)" = "$tty" ]
+}
+
+# oi_readers SEQ KERNEL: the processes of the kernel terminal's foreground group (the
+# kernel and its descendants in that group) that are asleep reading the terminal (as
+# .READER PID lines).
 oi_readers() {
+  seq=$1
   if oi_kernel_pid "$2" && oi_stat "$oi_pid"; then
     g=$oi_tpgid
     tty=$(readlink "/proc/$oi_pid/fd/0" 2>/dev/null)
-    c=
-    read -r c <"/proc/$g/comm" 2>/dev/null
-    # Under bubblewrap the group's leader is bubblewrap: its members are looked at.
-    members=$g
-    if [ "$c" = bwrap ]; then
-      members=
-      for t in /proc/[0-9]*; do
-        oi_stat "${t#/proc/}" && [ "$oi_pgrp" = "$g" ] || continue
-        read -r c <"$t/comm" 2>/dev/null
-        [ "$c" = bwrap ] || members="$members ${t#/proc/}"
+    todo=$oi_pid
+    left=200
+    while [ -n "$todo" ] && [ "$left" -gt 0 ] && [ -n "$tty" ]; do
+      # shellcheck disable=SC2086
+      set -- $todo
+      [ "$#" -gt 0 ] || break
+      p=$1
+      shift
+      todo=$*
+      left=$((left - 1))
+      for t in /proc/"$p"/task/[0-9]*; do
+        kids=
+        read -r kids 2>/dev/null <"$t/children"
+        todo="$todo $kids"
       done
-    fi
-    for m in $members; do
-      for t in /proc/"$m"/task/[0-9]*; do
-        read -r nr fd _ <"$t/syscall" 2>/dev/null || continue
-        case $oi_arch:$nr in
-          x86_64:0 | x86_64:17 | x86_64:19 | aarch64:63 | aarch64:65 | aarch64:67) ;;
-          *) continue ;;
-        esac
-        [ "$(readlink "/proc/$m/fd/$((fd))" 2>/dev/null)" = "$tty" ] && printf '.READER %s\n' "$m" && break
+      oi_stat "$p" && [ "$oi_pgrp" = "$g" ] || continue
+      for t in /proc/"$p"/task/[0-9]*; do
+        if oi_reads "$p" "${t##*/}"; then
+          printf '.READER %s\n' "$p"
+          break
+        fi
       done
     done
   fi
-  printf '.OK %s\n' "$1"
+  printf '.OK %s\n' "$seq"
 }
 
 # oi_signal_pids SEQ SIGNAL PID...: only to processes of this session.
@@ -326,7 +406,42 @@ oi_rm() {
   printf '.OK %s\n' "$1"
 }
 
+# oi_can_run SEQ PROGRAM: whether PROGRAM (a path, or a name looked for on PATH) can be
+# started there.
+oi_can_run() {
+  case $2 in
+    */*)
+      if [ -f "$2" ] && [ -x "$2" ]; then
+        printf '.OK %s\n' "$1"
+      elif [ -e "$2" ]; then
+        oi_fail "$1" "$2 is not an executable file there"
+      else
+        oi_fail "$1" "$2 does not exist there"
+      fi
+      ;;
+    *)
+      # (With the kernels' variables: a PATH set for them counts.)
+      if (. "$oi_dir/env" && command -v "$2") >/dev/null 2>&1; then
+        printf '.OK %s\n' "$1"
+      else
+        oi_fail "$1" "$2 is not on its PATH"
+      fi
+      ;;
+  esac
+}
+
 oi_ping() {
+  printf '.OK %s\n' "$1"
+}
+
+# oi_size SEQ KERNEL: the size of the kernel's terminal (".SIZE ROWS COLS").
+oi_size() {
+  if oi_kernel_pid "$2"; then
+    t=$(readlink "/proc/$oi_pid/fd/0" 2>/dev/null)
+    case $t in
+      /dev/*) sz=$(stty size 2>/dev/null <"$t") && printf '.SIZE %s\n' "$sz" ;;
+    esac
+  fi
   printf '.OK %s\n' "$1"
 }
 

@@ -1,5 +1,5 @@
 # Starts one kernel on a remote host, in the PTY `ssh -tt` gave it:
-#   /bin/sh DIR/kernel.sh LANGUAGE KERNEL
+#   /bin/sh DIR/kernel.sh LANGUAGE KERNEL READY
 # DIR is the session's private directory (see helper.sh): it holds `env` (the variables
 # to set, as sh), `run-LANGUAGE` (sets the interpreter's command line) and the drivers;
 # DIR/KERNEL (made by the helper's oi_kernel) the control FIFO and the figures.
@@ -16,5 +16,7 @@ OI_TUI_KERNEL=$oi_token/$2
 OI_TUI_IMAGES=$oi_k/images
 export OI_TUI_KERNEL OI_TUI_IMAGES
 read -r oi_wd <"$oi_dir/workdir" && cd "$oi_wd" || exit 126
+# What the login printed before (a chatty .bashrc) ends here: oi-tui drops it.
+printf 'OI_TUI_READY_%s\n' "$3"
 . "$oi_dir/run-$oi_lang"
 exec "$@" "$oi_k/control"

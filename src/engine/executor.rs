@@ -111,10 +111,7 @@ impl Engine {
     async fn connect_and_describe(&mut self) -> String {
         if self.kernels.link().await.is_none() {
             self.emit(Event::Notice {
-                message: format!(
-                    "Connecting to {}…",
-                    self.kernels.config().executor.name()
-                ),
+                message: format!("Connecting to {}…", self.kernels.config().executor.name()),
             });
         }
         let (link, _) = match self.kernels.connect().await {

@@ -48,6 +48,10 @@ pub(crate) struct RunOptions {
 pub(crate) struct Kernel {
     /// When the running (or last) block was handed over, by the file system's clock.
     handed_at: Option<std::time::SystemTime>,
+    /// Output that came before the first block (passed on as idle output).
+    early: Vec<u8>,
+    /// The size a remote kernel's terminal there was last seen to have.
+    remote_size: Option<(u16, u16)>,
     language: Language,
     process: PtyProcess,
     nonce: String,
@@ -169,6 +173,8 @@ impl Kernel {
         let process = PtyProcess::spawn(cmd, size)?;
         Ok(Kernel {
             handed_at: None,
+            early: Vec::new(),
+            remote_size: None,
             language,
             process,
             nonce: uuid::Uuid::new_v4().simple().to_string(),
@@ -189,11 +195,25 @@ impl Kernel {
         if crate::shutdown::leaving() {
             return Err("oi-tui is stopping: no kernel starts".to_string());
         }
-        let run_line = super::remote::run_line(&link, language, prefix)?;
+        let (program, run_line) = super::remote::run_line(&link, language, prefix)?;
+        // A configured interpreter that is not there is said so, not left to fail as a
+        // kernel that exits at once.
+        let quoted = super::remote::sh_quote(&program);
+        if let Err(e) = link
+            .call(|seq| format!("oi_can_run {seq} {quoted}\n"))
+            .await
+        {
+            return Err(format!(
+                "Cannot run {language} on {host}: {e}. Install it on {host}, or name the right path under `interpreters` in the executor's settings.",
+                host = link.target.name
+            ));
+        }
         link.prepare(language, &run_line).await?;
+        // Of one width: the helper finds a kernel's processes by `OI_TUI_KERNEL=TOKEN/NAME`
+        // as a substring of their environment, which `k1` would be of `k12`'s.
         let name = format!(
-            "k{}",
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            "k{:08}",
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 100_000_000
         );
         link.call(|seq| format!("oi_kernel {seq} {name}\n"))
             .await
@@ -203,20 +223,62 @@ impl Kernel {
                     link.target.name
                 )
             })?;
-        let cmd = link.kernel_command(language, &name);
-        let process = PtyProcess::spawn(cmd, size).map_err(|e| {
+        let ready = uuid::Uuid::new_v4().simple().to_string();
+        let cmd = link.kernel_command(language, &name, &ready);
+        let mut process = PtyProcess::spawn(cmd, size).map_err(|e| {
             format!(
                 "Cannot start the {language} kernel on {}: {e}.",
                 link.target.name
             )
         })?;
+        let early = match super::remote::await_ready(&mut process.output, &ready).await {
+            Ok(early) => early,
+            Err(why) => {
+                // (The local `ssh` goes with `process`.)
+                link.send(|seq| format!("oi_kill {seq} {name}\n"));
+                return Err(format!(
+                    "Cannot start the {language} kernel on {}: {why}.",
+                    link.target.name
+                ));
+            }
+        };
         Ok(Kernel {
             handed_at: None,
+            early,
+            remote_size: Some((size.rows, size.cols)),
             language,
             process,
             nonce: uuid::Uuid::new_v4().simple().to_string(),
             place: Place::Remote { link, name },
         })
+    }
+
+    /// A remote kernel's terminal takes a new size a moment after the local one (`ssh`
+    /// passes it on): once it changed, waits (a second at most) until the terminal there
+    /// has it, so that the block about to run sees it as a local one would.
+    pub async fn settle_size(&mut self, rows: u16, cols: u16) {
+        let Place::Remote { link, name } = &self.place else {
+            return;
+        };
+        let want = (rows.max(1), cols.max(1));
+        if self.remote_size == Some(want) {
+            return;
+        }
+        let expected = format!("{} {}", want.0, want.1);
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            let asked = link.call(|seq| format!("oi_size {seq} {name}\n")).await;
+            let seen = match &asked {
+                Ok(reply) => reply.values("SIZE").next().map(str::trim),
+                Err(_) => None,
+            };
+            // Unknown there (no answer, no terminal): nothing to wait for.
+            if seen.is_none_or(|s| s == expected) || Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.remote_size = Some(want);
     }
 
     /// The link of a kernel that runs on another host.
@@ -378,6 +440,9 @@ impl Kernel {
 
     /// Passes output that arrived while no block ran (background jobs) to the sink.
     pub fn pass_idle_output(&mut self, sink: &mut (dyn FnMut(&[u8]) + Send)) {
+        if !self.early.is_empty() {
+            sink(&std::mem::take(&mut self.early));
+        }
         while let Ok(chunk) = self.process.output.try_recv() {
             sink(&chunk);
         }

@@ -244,7 +244,7 @@ impl Kernels {
         slot.take();
         let how = super::remote::LinkEnv {
             env: self.ssh_env(),
-            clear_env: self.config.clear_env,
+            clear_env: true,
             session: self.config.session_id.clone(),
         };
         let link = Arc::new(super::remote::Link::connect(target, &how).await?);
@@ -257,10 +257,31 @@ impl Kernels {
         self.link.lock().await.clone().filter(|l| !l.is_lost())
     }
 
-    /// The environment `ssh` gets: the kernels' own (secrets filtered out by the engine),
-    /// so that no `SendEnv` can carry a secret to the host.
+    /// The environment `ssh` gets (in full: it starts from nothing else), so that no
+    /// `SendEnv` can carry a secret to the host: the kernels' own (secrets filtered out by
+    /// the engine; over this process's, without what looks like a secret, when the kernels
+    /// inherit it), and what `ssh` itself needs to find the person's keys and agent, which
+    /// an environment cut to the core leaves out.
     fn ssh_env(&self) -> Vec<(OsString, OsString)> {
-        self.config.env.clone()
+        const FOR_SSH: &[&str] = &[
+            "HOME",
+            "USER",
+            "LOGNAME",
+            "PATH",
+            "SSH_AUTH_SOCK",
+            "SSH_AGENT_PID",
+            "KRB5CCNAME",
+        ];
+        let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(k, _)| {
+                let name = k.to_string_lossy();
+                FOR_SSH.contains(&name.as_ref())
+                    || (!self.config.clear_env && !crate::secrets::env::is_secret_name(&name))
+            })
+            .collect();
+        env.retain(|(k, _)| !self.config.env.iter().any(|(c, _)| c == k));
+        env.extend(self.config.env.iter().cloned());
+        env
     }
 
     /// Runs a block in its language's kernel, starting the kernel if needed. Every output
@@ -318,6 +339,7 @@ impl Kernels {
         };
         let (rows, cols) = self.current_size();
         let _ = kernel.control().resize(rows, cols);
+        kernel.settle_size(rows, cols).await;
         if let Ok(mut slot) = self.active.lock()
             && let Some(active) = slot.as_mut()
         {

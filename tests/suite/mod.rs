@@ -19,6 +19,8 @@ mod mcp_workbench;
 mod model_server;
 mod policy;
 mod remote_faces;
+mod remote_faults;
+mod remote_kernels;
 mod replay;
 mod safe_text;
 mod sandbox;

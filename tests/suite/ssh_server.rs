@@ -29,12 +29,32 @@ pub struct SshServer {
     port: u16,
     user: String,
     sshd: Option<Child>,
+    /// Variables sshd accepts from clients (`AcceptEnv`).
+    accept_env: Vec<String>,
+    /// What a login prints before it runs the command, if anything.
+    chatter: Option<String>,
 }
 
 impl SshServer {
     /// Generates the keys and configs and starts sshd; returns once `ssh <alias> true`
     /// succeeds. Panics with sshd's log if it never does.
     pub fn start() -> SshServer {
+        SshServer::start_accepting_env(&[])
+    }
+
+    /// Like `start`, with sshd accepting these variables from clients (`AcceptEnv`), so
+    /// that a client's `SendEnv` can carry them.
+    pub fn start_accepting_env(names: &[&str]) -> SshServer {
+        SshServer::start_with(names, None)
+    }
+
+    /// Like `start`, with every login printing `chatter` on its standard output before it
+    /// runs the command, as a chatty `.bashrc` does.
+    pub fn start_with_chatter(chatter: &str) -> SshServer {
+        SshServer::start_with(&[], Some(chatter))
+    }
+
+    fn start_with(names: &[&str], chatter: Option<&str>) -> SshServer {
         let dir = tempfile::Builder::new()
             .prefix("oi-sshd-")
             .tempdir()
@@ -51,6 +71,8 @@ impl SshServer {
             port: 0,
             user,
             sshd: None,
+            accept_env: names.iter().map(|n| n.to_string()).collect(),
+            chatter: chatter.map(str::to_string),
         };
         let mut failures = Vec::new();
         for _ in 0..5 {
@@ -207,6 +229,28 @@ impl SshServer {
     fn write_configs(&self) {
         let dir = self.dir.path();
         let abs = |name: &str| dir.join(name).display().to_string();
+        let accept = if self.accept_env.is_empty() {
+            String::new()
+        } else {
+            format!("AcceptEnv {}\n", self.accept_env.join(" "))
+        };
+        let set_env = format!("{SESSION_MARK}={}", dir.display());
+        // The chatter comes from the login itself (a ForceCommand that prints it, then runs
+        // the command asked for), as from a chatty .bashrc.
+        let mut force = String::new();
+        if let Some(chatter) = &self.chatter {
+            use std::os::unix::fs::PermissionsExt;
+            let script = dir.join("chatter.sh");
+            let quoted = chatter.replace('\'', r"'\''");
+            std::fs::write(
+                &script,
+                format!("#!/bin/sh\nprintf '%s\\n' '{quoted}'\nexec /bin/sh -c \"$SSH_ORIGINAL_COMMAND\"\n"),
+            )
+            .expect("chatter");
+            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+                .expect("chatter mode");
+            force = format!("ForceCommand {}\n", script.display());
+        }
         let sshd_config = format!(
             "ListenAddress 127.0.0.1:{port}\n\
              HostKey {host_key}\n\
@@ -228,14 +272,14 @@ impl SshServer {
              X11Forwarding no\n\
              Banner none\n\
              Subsystem sftp internal-sftp\n\
-             SetEnv {mark}={dir}\n\
+             SetEnv {set_env}\n\
+             {accept}\
+             {force}\
              LogLevel VERBOSE\n",
             port = self.port,
             host_key = abs("host_key"),
             pid = abs("sshd.pid"),
             authorized = abs("authorized_keys"),
-            mark = SESSION_MARK,
-            dir = dir.display(),
         );
         std::fs::write(dir.join("sshd_config"), sshd_config).expect("sshd_config");
         let host_public = read(&dir.join("host_key.pub"));

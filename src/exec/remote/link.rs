@@ -280,9 +280,15 @@ impl Link {
         Ok(())
     }
 
-    /// The `ssh -tt` command line of a kernel: `/bin/sh DIR/kernel.sh LANGUAGE KERNEL` in a
-    /// PTY there, over the master connection.
-    pub fn kernel_command(&self, language: Language, kernel: &str) -> portable_pty::CommandBuilder {
+    /// The `ssh -tt` command line of a kernel: `/bin/sh DIR/kernel.sh LANGUAGE KERNEL READY`
+    /// in a PTY there, over the master connection (`kernel.sh` prints `OI_TUI_READY_READY`
+    /// once the login's own output is over).
+    pub fn kernel_command(
+        &self,
+        language: Language,
+        kernel: &str,
+        ready: &str,
+    ) -> portable_pty::CommandBuilder {
         let mut cmd = portable_pty::CommandBuilder::new("ssh");
         if self.clear_env {
             cmd.env_clear();
@@ -300,7 +306,7 @@ impl Link {
         cmd.arg("--");
         cmd.arg(&self.target.host);
         cmd.arg(format!(
-            "exec /bin/sh {}/kernel.sh {} {kernel}",
+            "exec /bin/sh {}/kernel.sh {} {kernel} {ready}",
             self.info.dir,
             language.name()
         ));

@@ -15,6 +15,7 @@ mod link;
 mod target;
 
 pub(crate) use helper::sh_quote;
+pub(crate) use link::COMMAND_LIMIT;
 pub use link::{Link, LinkEnv, RemoteInfo, is_name, kill_all};
 pub use target::SshTarget;
 
@@ -23,14 +24,14 @@ use super::Language;
 /// The kind of the private local directory that holds a connection's socket.
 pub(crate) const SSH_DIR: &str = "ssh";
 
-/// The command line (as `sh` that sets `$@`) of a language's interpreter on the host, with
-/// its driver: the one the target names, else the one found on the host's PATH. Err: the
-/// sentence for a missing interpreter, naming the host.
+/// The interpreter of a language on the host (the one the target names, else the one found
+/// on the host's PATH) and its command line (as `sh` that sets `$@`), with its driver. Err:
+/// the sentence for a missing interpreter, naming the host.
 pub(crate) fn run_line(
     link: &Link,
     language: Language,
     prefix: &[String],
-) -> Result<String, String> {
+) -> Result<(String, String), String> {
     let configured = link
         .target
         .interpreters
@@ -96,7 +97,58 @@ pub(crate) fn run_line(
     words.push(sh_quote(&program));
     words.extend(args.iter().map(|a| sh_quote(a)));
     words.push(format!("\"$oi_dir/{driver}\""));
-    Ok(format!("set -- {}\n", words.join(" ")))
+    Ok((program, format!("set -- {}\n", words.join(" "))))
+}
+
+/// What a remote kernel's login printed before `kernel.sh` said it is ready (a chatty
+/// `.bashrc`, a banner) is not output of any block: it is read and dropped. Ok: what came
+/// after the ready line. Err: why the kernel never got ready (what it said last, when its
+/// session ended; or that it took too long).
+pub(crate) async fn await_ready(
+    output: &mut tokio::sync::mpsc::Receiver<Vec<u8>>,
+    ready: &str,
+) -> Result<Vec<u8>, String> {
+    let ready = format!("OI_TUI_READY_{ready}");
+    let deadline = tokio::time::Instant::now() + COMMAND_LIMIT;
+    let mut seen: Vec<u8> = Vec::new();
+    loop {
+        match tokio::time::timeout_at(deadline, output.recv()).await {
+            Ok(Some(chunk)) => {
+                seen.extend_from_slice(&chunk);
+                if let Some(at) = seen
+                    .windows(ready.len())
+                    .position(|w| w == ready.as_bytes())
+                {
+                    let mut rest = seen.split_off(at + ready.len());
+                    let line_end = rest
+                        .iter()
+                        .take_while(|b| **b == b'\r' || **b == b'\n')
+                        .count();
+                    rest.drain(..line_end);
+                    return Ok(rest);
+                }
+            }
+            Ok(None) => {
+                let text = String::from_utf8_lossy(&seen);
+                let last = text
+                    .lines()
+                    .map(str::trim)
+                    .rfind(|l| !l.is_empty())
+                    .unwrap_or("");
+                return Err(if last.is_empty() {
+                    "its session there ended before the kernel started".to_string()
+                } else {
+                    format!("its session there ended before the kernel started ({last})")
+                });
+            }
+            Err(_) => {
+                return Err(format!(
+                    "it did not start within {}",
+                    super::format_duration(COMMAND_LIMIT)
+                ));
+            }
+        }
+    }
 }
 
 /// Whether `language` can run on the link's host.
