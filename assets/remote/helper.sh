@@ -5,7 +5,7 @@
 # ".OK SEQ" or ".ERR SEQ MESSAGE" on a line of its own; file contents come as
 # ".DATA SEQ LENGTH", the bytes, then ".OK SEQ".
 #
-# The session's private directory is $oi_base/oi-tui-remote-TOKEN (0700): the drivers, the
+# The session's private directory is $oi_base/oi-tui-remote-UID/TOKEN (0700): the drivers, the
 # kernel start script, one directory per kernel (its control FIFO, the blocks' code, its
 # figures). Every process a kernel starts carries OI_TUI_REMOTE=TOKEN in its environment, so
 # that when the session ends (or its connection drops: this script then reads end-of-file),
@@ -48,7 +48,7 @@ oi_kill_tagged() {
 # Fields of /proc/PID/stat after the command name: state ppid pgrp session tty tpgid.
 oi_stat() {
   s=
-  read -r s <"/proc/$1/stat" 2>/dev/null || return 1
+  { read -r s <"/proc/$1/stat"; } 2>/dev/null || return 1
   s=${s##*) }
   # shellcheck disable=SC2086
   set -- $s
@@ -57,21 +57,21 @@ oi_stat() {
 
 oi_kernel_pid() {
   oi_pid=
-  read -r oi_pid <"$oi_dir/$1/pid" 2>/dev/null
+  { read -r oi_pid <"$oi_dir/$1/pid"; } 2>/dev/null
   [ -n "$oi_pid" ]
 }
 
 # Removes the directories of sessions whose helper is gone, and kills what they left.
 oi_sweep() {
-  for d in "$oi_base"/oi-tui-remote-*; do
+  for d in "$oi_root"/*; do
     [ -d "$d" ] && [ -O "$d" ] || continue
     [ "$d" = "$oi_dir" ] && continue
     p=
-    read -r p <"$d/helper.pid" 2>/dev/null
+    { read -r p <"$d/helper.pid"; } 2>/dev/null
     if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
       continue
     fi
-    oi_kill_tagged "OI_TUI_REMOTE=${d##*/oi-tui-remote-}"
+    oi_kill_tagged "OI_TUI_REMOTE=${d##*/}"
     rm -rf "$d"
   done
 }
@@ -91,10 +91,20 @@ case $oi_base in
   '' | *[!A-Za-z0-9/_.-]*) oi_base=/tmp ;;
 esac
 [ -d "$oi_base" ] && [ -w "$oi_base" ] || oi_base=/tmp
-oi_dir=$oi_base/oi-tui-remote-$oi_token
+# Every session of this user lives under one root of its own: a sandboxed kernel sees the
+# whole of it read-only (what is run outside the sandbox, such as `env` and the `run-`
+# files, and other sessions' directories, cannot be changed from inside it).
+oi_root=$oi_base/oi-tui-remote-$(id -u)
+mkdir -m 700 "$oi_root" 2>/dev/null
+if [ ! -d "$oi_root" ] || [ -L "$oi_root" ] || [ ! -O "$oi_root" ] || ! chmod 700 "$oi_root"; then
+  trap - EXIT
+  oi_fail 0 "$oi_root is not a directory of this user's: oi-tui will not use it"
+  exit 1
+fi
+oi_dir=$oi_root/$oi_token
 # Made under another name and renamed once it names its helper: another session's sweep
 # never sees it without its helper.pid (and takes it for a crashed session's).
-oi_new=$oi_base/.oi-tui-new-$oi_token
+oi_new=$oi_root/.new-$oi_token
 if ! mkdir -m 700 "$oi_new" 2>/dev/null; then
   trap - EXIT
   oi_fail 0 "cannot make a private directory in $oi_base"
@@ -180,11 +190,11 @@ oi_signal() {
     g=$oi_tpgid
     [ "$g" -gt 0 ] 2>/dev/null || g=$oi_pid
     c=
-    read -r c <"/proc/$g/comm" 2>/dev/null
+    { read -r c <"/proc/$g/comm"; } 2>/dev/null
     if [ "$c" = bwrap ]; then
       for t in /proc/[0-9]*; do
         oi_stat "${t#/proc/}" && [ "$oi_pgrp" = "$g" ] || continue
-        read -r c <"$t/comm" 2>/dev/null
+        { read -r c <"$t/comm"; } 2>/dev/null
         [ "$c" = bwrap ] || kill -"$3" "${t#/proc/}" 2>/dev/null
       done
     else
@@ -210,7 +220,7 @@ oi_kill() {
 # epoll's fdinfo.
 oi_reads() {
   oi_p=$1
-  read -r nr a0 a1 _ 2>/dev/null <"/proc/$1/task/$2/syscall" || return 1
+  { read -r nr a0 a1 _ <"/proc/$1/task/$2/syscall"; } 2>/dev/null || return 1
   case $a0$a1 in
     *[!0-9a-fx]*) return 1 ;;
   esac
@@ -252,16 +262,17 @@ oi_reads() {
       ;;
     x86_64:232 | x86_64:281 | x86_64:441 | aarch64:22 | aarch64:441)
       # epoll_wait(epfd, ...): its fdinfo lists "tfd: FD events: HEX ...".
-      while read -r tag fd _ ev _; do
-        [ "$tag" = "tfd:" ] || continue
-        # (Checked first: a bad number in $((…)) would end this shell.)
-        case $fd$ev in
-          '' | *[!0-9a-fA-F]*) continue ;;
-        esac
-        if [ $((0x$ev & 1)) -ne 0 ] && oi_is_tty "$fd"; then
-          return 0
-        fi
-      done <"/proc/$oi_p/fdinfo/$((a0))"
+      {
+        while read -r tag fd _ ev _; do
+          [ "$tag" = "tfd:" ] || continue
+          # (Checked first: a bad number in $((…)) would end this shell.)
+          case $fd$ev in
+            '' | *[!0-9a-fA-F]*) continue ;;
+          esac
+          if [ $((0x$ev & 1)) -ne 0 ] && oi_is_tty "$fd"; then
+            return 0
+          fi
+        done <"/proc/$oi_p/fdinfo/$((a0))"; } 2>/dev/null
       return 1
       ;;
   esac
@@ -293,7 +304,7 @@ oi_readers() {
       left=$((left - 1))
       for t in /proc/"$p"/task/[0-9]*; do
         kids=
-        read -r kids 2>/dev/null <"$t/children"
+        { read -r kids <"$t/children"; } 2>/dev/null
         todo="$todo $kids"
       done
       oi_stat "$p" && [ "$oi_pgrp" = "$g" ] || continue

@@ -28,24 +28,27 @@ pub fn resolve(settings: SandboxSettings, bwrap: Option<&str>, host: &str) -> Re
     resolved
 }
 
-/// `bwrap … --` on the host: everything read-only but the temp dir (where the session's
-/// private directory is), the working directory in workspace-write (its `.git` kept
-/// read-only), and no network when it is off. Empty when no sandbox is in force.
+/// `bwrap … --` on the host, as `sh` words (`kernel.sh` sources them, with `$oi_k` the
+/// kernel's directory): everything read-only but the temp dir and, in workspace-write, the
+/// working directory (its `.git` kept read-only); the root of oi-tui's session directories
+/// read-only too (what runs outside the sandbox is read from there), but for the kernel's
+/// own figure directory; no network when it is off. Empty when no sandbox is in force.
 pub fn prefix(resolved: &Resolved, bwrap: &str, workdir: &str, session_dir: &str) -> Vec<String> {
+    use crate::exec::remote::sh_quote;
     if resolved.backend.is_none() {
         return Vec::new();
     }
     let mut args: Vec<String> = [bwrap, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev"]
-        .map(String::from)
+        .map(sh_quote)
         .to_vec();
     let mut bind = |flag: &str, path: &str| {
-        args.extend([flag.to_string(), path.to_string(), path.to_string()]);
+        args.extend([flag.to_string(), sh_quote(path), sh_quote(path)]);
     };
     bind("--bind", "/tmp");
-    if let Some(base) = session_dir.rsplit_once('/').map(|(b, _)| b)
-        && !base.is_empty()
-        && base != "/tmp"
-    {
+    // The session's directory is BASE/oi-tui-remote-UID/TOKEN.
+    let root = session_dir.rsplit_once('/').map_or(session_dir, |(r, _)| r);
+    let base = root.rsplit_once('/').map_or("", |(b, _)| b);
+    if !base.is_empty() && base != "/tmp" {
         bind("--bind", base);
     }
     if resolved.settings.mode == SandboxMode::WorkspaceWrite {
@@ -55,6 +58,8 @@ pub fn prefix(resolved: &Resolved, bwrap: &str, workdir: &str, session_dir: &str
             &format!("{}/.git", workdir.trim_end_matches('/')),
         );
     }
+    bind("--ro-bind", root);
+    args.extend(["--bind", "\"$oi_k/images\"", "\"$oi_k/images\""].map(String::from));
     if resolved.settings.network == Network::Off {
         args.push("--unshare-net".to_string());
     }
@@ -114,16 +119,22 @@ mod tests {
             &ww,
             "/usr/bin/bwrap",
             "/srv/work",
-            "/var/tmp/oi-tui-remote-x",
+            "/var/tmp/oi-tui-remote-0/x",
         );
         let text = args.join(" ");
-        assert!(text.starts_with("/usr/bin/bwrap --ro-bind / /"), "{text}");
-        assert!(text.contains("--bind /srv/work /srv/work"), "{text}");
         assert!(
-            text.contains("--ro-bind-try /srv/work/.git /srv/work/.git"),
+            text.starts_with("'/usr/bin/bwrap' '--ro-bind' '/' '/'"),
             "{text}"
         );
-        assert!(text.contains("--bind /var/tmp /var/tmp"), "{text}");
+        assert!(text.contains("--bind '/srv/work' '/srv/work'"), "{text}");
+        assert!(
+            text.contains("--ro-bind-try '/srv/work/.git' '/srv/work/.git'"),
+            "{text}"
+        );
+        assert!(text.contains("--bind '/var/tmp' '/var/tmp'"), "{text}");
+        // oi-tui's own directories are read-only inside, but for the kernel's figures.
+        let own = "--ro-bind '/var/tmp/oi-tui-remote-0' '/var/tmp/oi-tui-remote-0' --bind \"$oi_k/images\" \"$oi_k/images\"";
+        assert!(text.contains(own), "{text}");
         assert!(text.contains("--unshare-net"), "{text}");
         assert!(text.ends_with("--die-with-parent --"), "{text}");
         let ro = resolve(
@@ -131,7 +142,7 @@ mod tests {
             Some("/b"),
             "h",
         );
-        let text = prefix(&ro, "/b", "/srv/work", "/tmp/oi-tui-remote-x").join(" ");
+        let text = prefix(&ro, "/b", "/srv/work", "/tmp/oi-tui-remote-0/x").join(" ");
         assert!(!text.contains("/srv/work"), "{text}");
         assert!(!text.contains("--unshare-net"), "{text}");
         let none = resolve(

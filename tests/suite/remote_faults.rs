@@ -129,3 +129,43 @@ async fn a_kernel_whose_session_ends_before_it_starts_is_said_so_at_once() {
     );
     rk.kernels.shutdown().await;
 }
+
+/// A block in the host's sandbox cannot change what runs outside it: the session's files
+/// there (`env`, the `run-` files, `kernel.sh`, a kernel's pid file) and other sessions'
+/// are read-only inside; only its own figure directory is writable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_block_cannot_change_what_runs_outside_the_sandbox_there() {
+    let server = tokio::task::spawn_blocking(SshServer::start).await.unwrap();
+    let r = remote_with(&server, |config, _| {
+        config.remote_sandbox = oi_tui::sandbox::SandboxSettings {
+            mode: oi_tui::protocol::SandboxMode::ReadOnly,
+            network: oi_tui::protocol::Network::On,
+            explicit: true,
+        };
+    });
+    let escaped = r.work.path().join("escaped");
+    let attack = format!(
+        "for f in /tmp/oi-tui-remote-*/*/env /tmp/oi-tui-remote-*/*/run-python /tmp/oi-tui-remote-*/*/kernel.sh /tmp/oi-tui-remote-*/*/k*/pid; do\n  echo 'touch {}' >> \"$f\" && echo \"WROTE $f\"\ndone\ntouch \"$OI_TUI_IMAGES/mine.txt\" && echo figures-writable",
+        escaped.display()
+    );
+    let (result, _) = run(&r.kernels, Language::Shell, &attack).await;
+    assert!(!result.output.contains("WROTE"), "{}", result.output);
+    assert!(
+        result.output.contains("Read-only file system"),
+        "{}",
+        result.output
+    );
+    assert!(
+        result.output.contains("figures-writable"),
+        "{}",
+        result.output
+    );
+    // A new kernel starts (outside the sandbox) from those files: nothing of the block runs.
+    let (python, _) = run(&r.kernels, Language::Python, "print('fresh')").await;
+    assert_eq!(python.status, RunStatus::Success, "{python:?}");
+    assert!(
+        !escaped.exists(),
+        "a block changed what runs outside the sandbox"
+    );
+    r.kernels.shutdown().await;
+}

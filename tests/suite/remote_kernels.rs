@@ -486,8 +486,17 @@ async fn nothing_of_a_session_survives_its_end_there() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_sessions_leftovers_are_swept_by_the_next() {
     let server = SshServer::start();
+    // A live session: the crashed one's directory goes beside its own (in the root of
+    // this user's sessions there), and the sweep must not touch it.
+    let live = remote(&server);
+    ok(&run(&live.kernels, Language::Shell, "L=1").await.0, "live");
+    let live_dir = live.kernels.link().await.expect("link").info.dir.clone();
+    let root = Path::new(&live_dir)
+        .parent()
+        .expect("the sessions' root")
+        .to_path_buf();
     let token = format!("deadbeef{}", uuid::Uuid::new_v4().simple());
-    let stale = PathBuf::from(format!("/tmp/oi-tui-remote-{token}"));
+    let stale = root.join(&token);
     // The process first: any session's sweep may end it once the directory is there.
     let mut orphan = std::process::Command::new("sleep")
         .arg("60")
@@ -499,16 +508,11 @@ async fn a_crashed_sessions_leftovers_are_swept_by_the_next() {
     let mut gone = std::process::Command::new("true").spawn().expect("true");
     let dead = gone.id();
     gone.wait().expect("wait");
-    let building = PathBuf::from(format!("/tmp/.oi-test-{token}"));
+    let building = root.join(format!(".oi-test-{token}"));
     std::fs::create_dir(&building).expect("stale dir");
     std::fs::write(building.join("helper.pid"), format!("{dead}\n")).expect("pid");
     std::fs::write(building.join("block-1.py"), "print(1)").expect("file");
     std::fs::rename(&building, &stale).expect("stale dir in place");
-
-    // A live session elsewhere is not touched by the sweep.
-    let live = remote(&server);
-    ok(&run(&live.kernels, Language::Shell, "L=1").await.0, "live");
-    let live_dir = live.kernels.link().await.expect("link").info.dir.clone();
 
     let rk = remote(&server);
     ok(

@@ -93,7 +93,8 @@ pub(crate) fn run_line(
         ));
     };
     let (driver, _) = super::kernel::driver(language);
-    let mut words: Vec<String> = prefix.iter().map(|w| sh_quote(w)).collect();
+    // The prefix is `sh` words already (the sandbox's names the kernel's own directory).
+    let mut words: Vec<String> = prefix.to_vec();
     words.push(sh_quote(&program));
     words.extend(args.iter().map(|a| sh_quote(a)));
     words.push(format!("\"$oi_dir/{driver}\""));
