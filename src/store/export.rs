@@ -41,7 +41,7 @@ impl Exported {
             one_line(&s.title),
             s.id,
             if s.model.is_empty() { "-" } else { &s.model },
-            if s.cwd.is_empty() { "-" } else { &s.cwd },
+            s.directory(),
             super::format_time(s.created_at)
         );
         for item in self.timeline() {

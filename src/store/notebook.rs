@@ -90,7 +90,7 @@ impl Exported {
             one_line(&s.title),
             s.id,
             if s.model.is_empty() { "-" } else { &s.model },
-            if s.cwd.is_empty() { "-" } else { &s.cwd },
+            s.directory(),
             super::format_time(s.created_at)
         );
         head.push_str(
@@ -365,6 +365,7 @@ mod tests {
                 updated_at: 0,
                 model: String::new(),
                 cwd: String::new(),
+                executor: String::new(),
                 messages: 0,
                 blocks_run: 0,
                 blocks_skipped: 0,

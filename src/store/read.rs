@@ -17,6 +17,9 @@ pub struct SessionRow {
     pub updated_at: i64,
     pub model: String,
     pub cwd: String,
+    /// Where the kernels ran when not here: `lab, in /srv/work` (empty: here).
+    #[serde(default)]
+    pub executor: String,
     pub messages: i64,
     pub blocks_run: i64,
     pub blocks_skipped: i64,
@@ -130,7 +133,7 @@ pub struct Exported {
 pub type Transcript = Exported;
 
 const SESSION_COLUMNS: &str =
-    "id, title, created_at, updated_at, model, cwd, messages, blocks_run, blocks_skipped";
+    "id, title, created_at, updated_at, model, cwd, messages, blocks_run, blocks_skipped, executor";
 
 fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
@@ -143,7 +146,20 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
         messages: r.get(6)?,
         blocks_run: r.get(7)?,
         blocks_skipped: r.get(8)?,
+        executor: r.get(9)?,
     })
+}
+
+impl SessionRow {
+    /// The working directory as the exports name it, with the host the kernels ran on.
+    pub fn directory(&self) -> String {
+        let cwd = if self.cwd.is_empty() { "-" } else { &self.cwd };
+        if self.executor.is_empty() {
+            cwd.to_string()
+        } else {
+            format!("{cwd} · kernels on {}", self.executor)
+        }
+    }
 }
 
 impl Store {

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// The schema this oi-tui writes.
-pub const CURRENT: i64 = 6;
+pub const CURRENT: i64 = 7;
 
 /// Version 1: sessions, messages, blocks, and events (errors and interrupts).
 const V1: &str = "
@@ -141,7 +141,13 @@ const V6: &str = "
 ALTER TABLE blocks ADD COLUMN images TEXT NOT NULL DEFAULT '[]';
 ";
 
-const MIGRATIONS: [&str; 6] = [V1, V2, V3, V4, V5, V6];
+/// Version 7: where the kernels ran when not here (the executor's name and its working
+/// directory there).
+const V7: &str = "
+ALTER TABLE sessions ADD COLUMN executor TEXT NOT NULL DEFAULT '';
+";
+
+const MIGRATIONS: [&str; 7] = [V1, V2, V3, V4, V5, V6, V7];
 
 /// The store's schema version: 0 for an empty database. Fails on a file that is not a
 /// database, or a database that is not an oi-tui store.

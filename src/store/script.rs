@@ -136,7 +136,7 @@ impl Exported {
             s.id,
             visible_line(&one_line(&s.title)),
             if s.model.is_empty() { "-" } else { &s.model },
-            if s.cwd.is_empty() { "-" } else { &s.cwd },
+            s.directory(),
             super::format_time(s.created_at)
         );
         out.push_str(comment);

@@ -106,6 +106,8 @@ pub(super) struct Writer {
     redactor: Redactor,
     model: String,
     cwd: String,
+    /// Where the kernels ran when not here: `lab, in /srv/work` (empty: here).
+    executor: String,
     /// The session's row exists (it is made with the first user message).
     created: bool,
     /// Rows of replies written while they streamed, by generation (see `Live`).
@@ -120,7 +122,15 @@ pub(super) struct Writer {
 type Chunks = (BlockId, VecDeque<(i64, usize)>, usize);
 
 /// What a failed transaction must leave as it was.
-type Snapshot = (bool, String, String, HashMap<u64, i64>, u64, Option<Chunks>);
+type Snapshot = (
+    bool,
+    String,
+    String,
+    String,
+    HashMap<u64, i64>,
+    u64,
+    Option<Chunks>,
+);
 
 impl Writer {
     pub(super) fn new(store: Store, id: String, redactor: Redactor) -> Writer {
@@ -130,6 +140,7 @@ impl Writer {
             redactor,
             model: String::new(),
             cwd: String::new(),
+            executor: String::new(),
             created: false,
             reply_rows: HashMap::new(),
             completed_gen: 0,
@@ -157,6 +168,7 @@ impl Writer {
             self.created,
             self.model.clone(),
             self.cwd.clone(),
+            self.executor.clone(),
             self.reply_rows.clone(),
             self.completed_gen,
             self.chunks.clone(),
@@ -168,6 +180,7 @@ impl Writer {
             self.created,
             self.model,
             self.cwd,
+            self.executor,
             self.reply_rows,
             self.completed_gen,
             self.chunks,
@@ -360,8 +373,8 @@ impl Writer {
             .take(80)
             .collect();
         self.store.conn().execute(
-            "INSERT OR IGNORE INTO sessions (id, title, created_at, updated_at, model, cwd) VALUES (?1, ?2, ?3, ?3, ?4, ?5)",
-            params![self.id, self.redactor.clean(title.trim()), now, self.model, self.cwd],
+            "INSERT OR IGNORE INTO sessions (id, title, created_at, updated_at, model, cwd, executor) VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6)",
+            params![self.id, self.redactor.clean(title.trim()), now, self.model, self.cwd, self.executor],
         )?;
         self.created = true;
         Ok(())
@@ -457,6 +470,21 @@ impl Writer {
                     self.store.conn().execute(
                         "UPDATE sessions SET model = ?2, cwd = ?3 WHERE id = ?1",
                         params![self.id, model, cwd],
+                    )?;
+                }
+            }
+            // A session that ran anywhere but here names where (the last host, once it
+            // was reached).
+            Event::ExecutorChanged {
+                executor,
+                cwd: Some(cwd),
+                ..
+            } if executor != "local" => {
+                self.executor = format!("{executor}, in {cwd}");
+                if self.created {
+                    self.store.conn().execute(
+                        "UPDATE sessions SET executor = ?2 WHERE id = ?1",
+                        params![self.id, self.executor],
                     )?;
                 }
             }

@@ -165,6 +165,14 @@ async fn headless_runs_on_the_host_keeps_the_key_here_and_leaves_nothing_there()
         .trim()
         .to_string();
     assert!(session.len() >= 8, "{output}");
+    // The saved session names the host, and the directory there.
+    let mut show = isolated_oi_tui(dir.path());
+    show.args(["sessions", "show", "last"]);
+    let shown = text(&output_within(show).await.stdout);
+    assert!(
+        shown.contains(&format!("kernels on lab, in {}", work.path().display())),
+        "{shown}"
+    );
     // Nothing of the session is left on the host once oi-tui has ended.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let left = processes_with_env(&format!("OI_TUI_SESSION={session}"));

@@ -30,6 +30,7 @@ fn row(id: &str, title: &str) -> Row {
             updated_at: 1_764_000_000_000,
             model: "openai/a-rather-long-model-name".into(),
             cwd: "/home/ada/projects/the-long-project".into(),
+            executor: String::new(),
             messages: 4,
             blocks_run: 1,
             blocks_skipped: 12,
