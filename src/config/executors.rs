@@ -101,9 +101,7 @@ pub fn resolve(
     if let Some(target) = executors.get(on) {
         return Ok(Executor::Ssh(target.clone()));
     }
-    SshTarget::from_host(on)
-        .map(Executor::Ssh)
-        .map_err(|e| format!("--on {on}: {e}"))
+    SshTarget::from_host(on).map(Executor::Ssh)
 }
 
 #[cfg(test)]

@@ -555,7 +555,8 @@ pub fn load(
         Some(p) => format!("{} {e}", p.display()),
         None => e,
     })?;
-    let executor = executors::resolve(pick(&|s| s.on.clone()).as_deref(), &executors)?;
+    let executor = executors::resolve(pick(&|s| s.on.clone()).as_deref(), &executors)
+        .map_err(|e| format!("--on (or `on =`): {e}"))?;
     // A profile's server replaces the file's server of the same name.
     let mut mcp_servers = BTreeMap::new();
     for table in layers.iter().filter_map(|s| s.mcp_servers.as_ref()) {

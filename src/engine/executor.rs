@@ -30,7 +30,7 @@ impl Engine {
             Ok(executor) => executor,
             Err(e) => {
                 self.emit(Event::Notice {
-                    message: format!("The kernels stay where they are: {e}."),
+                    message: format!("/on: {e}; the kernels stay where they are."),
                 });
                 return;
             }
@@ -50,14 +50,33 @@ impl Engine {
         } else {
             (local.prefix.clone(), local.refusal.clone())
         };
-        let fresh = self.kernels.moved(KernelConfig {
+        let fresh = Arc::new(self.kernels.moved(KernelConfig {
             executor: executor.clone(),
             launch_prefix,
             launch_refusal,
             remote_sandbox: self.config.sandbox,
             ..self.kernels.config().clone()
-        });
-        let old = std::mem::replace(&mut self.kernels, Arc::new(fresh));
+        }));
+        // A host is reached first: one that cannot be leaves the kernels where they are,
+        // with their state.
+        if executor.is_remote() {
+            self.emit(Event::Notice {
+                message: format!("Connecting to {}…", executor.name()),
+            });
+            if let Err(e) = fresh.connect().await {
+                fresh.shutdown().await;
+                let now = if self.kernels.link().await.is_some() || !current.is_remote() {
+                    place(&current)
+                } else {
+                    format!("{} (not connected)", place(&current))
+                };
+                self.emit(Event::Notice {
+                    message: format!("The kernels stay on {now}: {e}"),
+                });
+                return;
+            }
+        }
+        let old = std::mem::replace(&mut self.kernels, fresh);
         old.shutdown().await;
         self.config.kernels.executor = executor.clone();
         let mut note = format!("Kernels now run on {}.", place(&executor));
