@@ -198,10 +198,12 @@ async fn cold_start(target: &SshTarget, work: &Path, sshd: &Sshd) {
 async fn throughput(target: &SshTarget, work: &Path, sshd: &Sshd) {
     let file = text_file(work);
     let cat = format!("cat '{}'", file.display());
+    let size = std::fs::metadata(&file).expect("file").len() as usize;
     let kernels = remote(target, work);
     timed(&kernels, &Block::new(Language::Shell, "true")).await;
     let socket = master_socket().expect("the link's master socket");
     let (mut kernel, mut plain, mut muxed) = (vec![], vec![], vec![]);
+    let (mut tty_pipe, mut tty_pty, mut local_pty) = (vec![], vec![], vec![]);
     let (mut chunks, mut seen_last) = (0usize, 0usize);
     for _ in 0..3 {
         let (mut seen, mut calls) = (0usize, 0usize);
@@ -218,16 +220,28 @@ async fn throughput(target: &SshTarget, work: &Path, sshd: &Sshd) {
         (chunks, seen_last) = (calls, seen);
 
         let (took, bytes) = ssh_run(sshd.ssh().arg(ALIAS).arg(&cat));
-        assert_eq!(bytes, SIZE);
+        assert_eq!(bytes, size);
         plain.push(took);
         let (took, bytes) = ssh_run(muxed_ssh(sshd, &socket).arg(ALIAS).arg(&cat));
-        assert_eq!(bytes, SIZE);
+        assert_eq!(bytes, size);
         muxed.push(took);
+
+        // Where the kernel's time goes: the same `ssh -tt` the kernel is (a PTY there), its
+        // output to a pipe and to a bare local PTY; and `cat` in a bare local PTY.
+        let (took, bytes) = ssh_run(muxed_ssh(sshd, &socket).arg("-tt").arg(ALIAS).arg(&cat));
+        assert!(bytes >= size);
+        tty_pipe.push(took);
+        let mut tty = muxed_ssh(sshd, &socket);
+        tty.arg("-tt").arg(ALIAS).arg(&cat);
+        let (took, bytes) = pty_run(&tty);
+        assert!(bytes >= size);
+        tty_pty.push(took);
+        local_pty.push(support::bare_pty_cat(&file));
     }
     kernels.shutdown().await;
     let (k, p, m) = (median(kernel), median(plain), median(muxed));
     println!(
-        "throughput     100 MB  remote kernel block  {:>7.1} ms ({:>6.1} MB/s)   sink got {} bytes in {} calls ({:.1} KB a call)",
+        "throughput     100 MB  remote kernel block    {:>7.1} ms ({:>6.1} MB/s)   sink got {} bytes in {} calls ({:.1} KB a call)",
         ms(k),
         mb_per_s(SIZE, k),
         seen_last,
@@ -235,30 +249,50 @@ async fn throughput(target: &SshTarget, work: &Path, sshd: &Sshd) {
         seen_last as f64 / chunks.max(1) as f64 / 1024.0
     );
     println!(
-        "throughput     100 MB  plain `ssh HOST cat` {:>7.1} ms ({:>6.1} MB/s)   (new connection, no master, no PTY; includes its handshake and login shell)",
+        "throughput     100 MB  plain `ssh HOST cat`   {:>7.1} ms ({:>6.1} MB/s)   (new connection, no master, no PTY; includes its handshake and login shell)",
         ms(p),
         mb_per_s(SIZE, p)
     );
     println!(
-        "throughput     100 MB  `ssh -S master cat`  {:>7.1} ms ({:>6.1} MB/s)   (the link's master socket, no PTY; includes the login shell)",
+        "throughput     100 MB  `ssh -S master cat`    {:>7.1} ms ({:>6.1} MB/s)   (the link's master socket, no PTY; includes the login shell)",
         ms(m),
         mb_per_s(SIZE, m)
     );
+    let both_ptys = median(tty_pty.clone());
+    for (label, v, how) in [
+        (
+            "`ssh -tt -S master cat`",
+            tty_pipe,
+            "a PTY there, a pipe here",
+        ),
+        (
+            "same into a bare PTY",
+            tty_pty,
+            "a PTY there and here: the kernel's path without oi-tui",
+        ),
+        ("`cat` in a bare local PTY", local_pty, "no ssh"),
+    ] {
+        let t = median(v);
+        println!(
+            "throughput     100 MB  {label:<26} {:>7.1} ms ({:>6.1} MB/s)   ({how})",
+            ms(t),
+            mb_per_s(SIZE, t)
+        );
+    }
     let ratio = p.as_secs_f64() / k.as_secs_f64();
     println!(
-        "throughput     ratio kernel/plain ssh {:.2} (target >= 0.8) {}   ratio kernel/ssh over master {:.2}   (medians of 3)",
+        "throughput     ratio kernel/plain ssh {:.2} (target >= 0.8) {}   kernel/ssh over master {:.2}   kernel/ssh -tt into a bare PTY {:.2}   (medians of 3)",
         ratio,
         if ratio >= 0.8 { "met" } else { "MISSED" },
-        m.as_secs_f64() / k.as_secs_f64()
+        m.as_secs_f64() / k.as_secs_f64(),
+        both_ptys.as_secs_f64() / k.as_secs_f64()
     );
 }
 
 /// `ssh -F CONFIG -S SOCKET -o ControlMaster=no`: a session over an existing master.
 fn muxed_ssh(sshd: &Sshd, socket: &Path) -> Command {
     let mut cmd = sshd.ssh();
-    cmd.arg("-S")
-        .arg(socket)
-        .args(["-o", "ControlMaster=no"]);
+    cmd.arg("-S").arg(socket).args(["-o", "ControlMaster=no"]);
     cmd
 }
 
@@ -281,6 +315,30 @@ fn ssh_run(cmd: &mut Command) -> (Duration, usize) {
     }
     let status = child.wait().expect("wait");
     assert!(status.success(), "ssh failed: {status}");
+    (start.elapsed(), bytes)
+}
+
+/// Runs a command in a bare local PTY, reading its output to the end: how long, how many
+/// bytes.
+fn pty_run(cmd: &Command) -> (Duration, usize) {
+    let pair = portable_pty::native_pty_system()
+        .openpty(portable_pty::PtySize::default())
+        .expect("pty");
+    let mut builder = portable_pty::CommandBuilder::new(cmd.get_program());
+    builder.args(cmd.get_args());
+    let start = Instant::now();
+    let mut child = pair.slave.spawn_command(builder).expect("spawn");
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().expect("reader");
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut bytes = 0;
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => bytes += n,
+        }
+    }
+    child.wait().expect("wait");
     (start.elapsed(), bytes)
 }
 

@@ -65,8 +65,9 @@ impl Sshd {
                  IdentityFile {d}/user_key\n  IdentitiesOnly yes\n  IdentityAgent none\n  \
                  UserKnownHostsFile {d}/known_hosts\n  GlobalKnownHostsFile /dev/null\n  \
                  StrictHostKeyChecking yes\n  UpdateHostKeys no\n  CheckHostIP no\n  \
-                 BatchMode yes\n  ConnectTimeout 5\n  LogLevel ERROR\n",
-                user = user.trim()
+                 BatchMode yes\n  ConnectTimeout 5\n  LogLevel ERROR\n{extra}",
+                user = user.trim(),
+                extra = client_extra(),
             ),
         )
         .expect("ssh_config");
@@ -162,6 +163,18 @@ fn processes() -> Vec<(i32, i32, String)> {
         }
     }
     table
+}
+
+/// More lines for the client's `Host` block, from `OI_BENCH_SSH_CONFIG` (`;` between
+/// them), to try settings (a cipher, compression) without editing the benchmark.
+fn client_extra() -> String {
+    std::env::var("OI_BENCH_SSH_CONFIG")
+        .unwrap_or_default()
+        .split(';')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| format!("  {l}\n"))
+        .collect()
 }
 
 fn keygen(path: &Path) {
