@@ -2,7 +2,9 @@
 //! (and ends): warm latency of a trivial block on a remote kernel against a local one, the
 //! cold start of a remote python kernel (with the connection, and the connection alone),
 //! and the throughput of 100 MB from a remote block through the kernels' sink against
-//! `ssh HOST cat FILE` of the same file.
+//! `ssh HOST cat FILE` of the same file, with the kernel's path taken apart hop by hop (a
+//! PTY there, a PTY here). `OI_BENCH_SSH_CONFIG="Ciphers aes128-gcm@openssh.com"` (lines
+//! split by `;`) adds settings to the client's config, to try them.
 //!
 //! Run with `cargo bench --bench remote [warm|cold|throughput]`. Prints one line a figure;
 //! asserts only that blocks succeed and bytes arrive, since figures on a shared machine are
