@@ -3,6 +3,8 @@
 // Each benchmark uses some of these, not all.
 #![allow(dead_code)]
 
+pub mod sshd;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
