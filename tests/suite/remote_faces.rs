@@ -55,8 +55,10 @@ async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
     let server = ModelServer::start(vec![
         Reply::tool("python", ticks),
         Reply::text("Ticked."),
+        // (An interrupted turn asks the model nothing more.)
         Reply::tool("python", "import time\nx = 5\ntime.sleep(60)"),
-        Reply::text("Stopped."),
+        Reply::tool("python", "print('x is', x)"),
+        Reply::text("Still there."),
     ])
     .await;
     let dir = tempfile::tempdir().unwrap();
@@ -69,8 +71,9 @@ async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
         "--on lab",
     );
     let screen = tmux.wait_for("Connected to lab").await;
+    let status = screen.lines().last().unwrap_or_default();
     assert!(
-        screen.contains("on lab"),
+        status.contains("on lab"),
         "the status bar names the host:\n{screen}"
     );
     tmux.type_text("count");
@@ -101,6 +104,17 @@ async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
     let screen = tmux.wait_for("interrupted").await;
     assert!(screen.contains("KeyboardInterrupt"), "{screen}");
 
+    // A host that cannot be reached leaves the kernels where they are, with their state.
+    tmux.type_text("/on 127.0.0.1:1");
+    tmux.send(&["Enter"]);
+    let screen = tmux.wait_for("The kernels stay on lab").await;
+    assert!(screen.contains("refused the connection"), "{screen}");
+    tmux.type_text("and x?");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("awaiting your decision").await;
+    tmux.send(&["y"]);
+    tmux.wait_for("x is 5").await;
+
     // /on local brings the kernels back, and says so.
     tmux.type_text("/on local");
     tmux.send(&["Enter"]);
@@ -108,7 +122,8 @@ async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
     assert!(screen.contains("restarted"), "{screen}");
     tokio::time::sleep(Duration::from_millis(500)).await;
     let screen = tmux.capture();
-    assert!(!screen.contains("on lab"), "{screen}");
+    let status = screen.lines().last().unwrap_or_default();
+    assert!(!status.contains("on lab"), "{status}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
