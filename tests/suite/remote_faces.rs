@@ -262,9 +262,13 @@ async fn mcp_runs_a_callers_code_on_the_host() {
             .unwrap();
     }
     stdin.flush().await.unwrap();
+    let mut instructions = String::new();
     let answer = tokio::time::timeout(Duration::from_secs(60), async {
         while let Some(line) = lines.next_line().await.unwrap() {
             let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if value["id"] == 1 {
+                instructions = value["result"]["instructions"].to_string();
+            }
             if value["id"] == 2 {
                 return value;
             }
@@ -273,6 +277,8 @@ async fn mcp_runs_a_callers_code_on_the_host() {
     })
     .await
     .expect("an answer within a minute");
+    // The client agent is told where its code runs.
+    assert!(instructions.contains("on the host lab"), "{instructions}");
     let shown = answer.to_string();
     assert!(
         shown.contains(&format!("there {}", work.path().display())),

@@ -19,8 +19,14 @@ pub(crate) fn describe_failure(target: &SshTarget, stderr: &str) -> String {
         .unwrap_or("")
         .trim_start_matches("ssh: ");
     if has("REMOTE HOST IDENTIFICATION HAS CHANGED") || has("host key for") && has("has changed") {
+        // ssh says how to remove the old key (its known_hosts file and its name there).
+        let remove = stderr
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("ssh-keygen ") && l.contains(" -R "))
+            .unwrap_or("ssh-keygen -R HOST");
         format!(
-            "The host key of {name} has changed since it was last seen, so oi-tui refused to connect: someone may be intercepting the connection, or the host was reinstalled; check the new key with its administrator, then remove the old one with `ssh-keygen -R` and connect once with `ssh {}`.",
+            "The host key of {name} has changed since it was last seen, so oi-tui refused to connect: someone may be intercepting the connection, or the host was reinstalled; check the new key with its administrator, then remove the old one with `{remove}` and connect once with `ssh {}`.",
             target.host
         )
     } else if has("Host key verification failed")
@@ -74,8 +80,8 @@ mod tests {
     fn each_failure_is_one_sentence_naming_the_host() {
         let cases = [
             (
-                "@@@@@@@@@@@\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\nHost key verification failed.\n",
-                "has changed",
+                "@@@@@@@@@@@\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\nOffending ED25519 key in /k/kh:1\n  remove with:\n  ssh-keygen -f \"/k/kh\" -R \"[127.0.0.1]:2299\"\nHost key verification failed.\n",
+                "remove the old one with `ssh-keygen -f \"/k/kh\" -R \"[127.0.0.1]:2299\"`",
             ),
             (
                 "No ED25519 host key is known for [127.0.0.1]:2222 and you have requested strict checking.\nHost key verification failed.\n",

@@ -31,7 +31,10 @@ impl SshTarget {
         if host.is_empty() {
             return Err("no host was given".to_string());
         }
-        if host.starts_with('-') {
+        // Not an option in disguise, in any of its parts (`ssh://-o…`, `me@-o…`).
+        let rest = host.strip_prefix("ssh://").unwrap_or(host);
+        let after_user = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+        if host.starts_with('-') || rest.starts_with('-') || after_user.starts_with('-') {
             return Err(format!("`{host}` is not a host (it starts with a dash)"));
         }
         if host.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -96,6 +99,9 @@ mod tests {
     #[test]
     fn an_option_is_not_a_host() {
         assert!(SshTarget::from_host("-oProxyCommand=x").is_err());
+        assert!(SshTarget::from_host("ssh://-oProxyCommand=x").is_err());
+        assert!(SshTarget::from_host("me@-oProxyCommand=x").is_err());
+        assert!(SshTarget::from_host("ssh://me@-oProxyCommand=x:22").is_err());
         assert!(SshTarget::from_host("a b").is_err());
         assert!(SshTarget::from_host("").is_err());
         assert!(SshTarget::from_host("me@box").is_ok());

@@ -75,6 +75,8 @@ pub struct Handler {
     /// The newest protocol version served (HTTP stays at 2025-11-25, whose sessions keep a
     /// client's kernels between requests).
     newest: &'static ProtocolVersion,
+    /// The host the kernels run on, when not this machine (`oi-tui mcp --on HOST`).
+    host: Option<String>,
 }
 
 impl Handler {
@@ -90,7 +92,14 @@ impl Handler {
             backend: Arc::new(tokio::sync::OnceCell::new()),
             tasks,
             newest,
+            host: None,
         }
+    }
+
+    /// Kernels on `host` (said in the instructions the client reads).
+    pub fn on(mut self, host: Option<String>) -> Self {
+        self.host = host;
+        self
     }
 
     /// The backend, when the session has made one.
@@ -323,7 +332,14 @@ impl ServerHandler for Handler {
                 .build(),
         )
         .with_server_info(Implementation::new("oi-tui", env!("CARGO_PKG_VERSION")))
-        .with_instructions(INSTRUCTIONS)
+        .with_instructions(match &self.host {
+            Some(host) => INSTRUCTIONS.replacen(
+                "on the user's machine",
+                &format!("on the host {host}, over SSH (not on the user's own machine)"),
+                1,
+            ),
+            None => INSTRUCTIONS.to_string(),
+        })
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {

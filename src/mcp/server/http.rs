@@ -144,6 +144,7 @@ pub async fn serve(
     token: String,
     factory: BackendFactory,
     stop: CancellationToken,
+    host: Option<String>,
 ) -> std::io::Result<()> {
     let local = listener.local_addr()?;
     let loopback = local.ip().is_loopback();
@@ -163,7 +164,8 @@ pub async fn serve(
                 factory.clone(),
                 tasks.clone(),
                 &ProtocolVersion::V_2025_11_25,
-            ))
+            )
+            .on(host.clone()))
         },
         Arc::new(LocalSessionManager::default()),
         config,

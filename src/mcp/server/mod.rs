@@ -35,11 +35,13 @@ pub const TOKEN_VARIABLE: &str = "OI_TUI_MCP_TOKEN";
 /// input), then stops the kernels and returns 0.
 pub async fn stdio(settings: Settings) -> i32 {
     notice_sandbox(&settings);
+    let host = remote_host(&settings);
     let handler = Handler::new(
         engine_factory(settings),
         rmcp::task_manager::TaskManager::new(),
         &ProtocolVersion::V_2026_07_28,
-    );
+    )
+    .on(host);
     let kept = handler.clone();
     let status = match handler.serve(rmcp::transport::stdio()).await {
         Ok(service) => match service.waiting().await {
@@ -69,7 +71,23 @@ async fn stop(handler: &Handler) {
     }
 }
 
+/// The host the kernels run on, when not here.
+fn remote_host(settings: &Settings) -> Option<String> {
+    settings
+        .executor
+        .is_remote()
+        .then(|| settings.executor.name().to_string())
+}
+
 fn notice_sandbox(settings: &Settings) {
+    if let Some(host) = remote_host(settings) {
+        // The host's sandbox is said when its first session connects.
+        eprintln!(
+            "oi-tui: MCP server; approval {}, kernels on {host} (over SSH)",
+            approval_name(settings)
+        );
+        return;
+    }
     let sandbox = settings.sandbox();
     eprintln!(
         "oi-tui: MCP server; approval {}, {}",
@@ -189,7 +207,8 @@ pub async fn http(settings: Settings, listen: &str) -> i32 {
         eprintln!("oi-tui: stopping the MCP server");
         on_signal.cancel();
     });
-    let result = http::serve(listener, token, engine_factory(settings), stop).await;
+    let host = remote_host(&settings);
+    let result = http::serve(listener, token, engine_factory(settings), stop, host).await;
     // Every session's kernels go with the server.
     crate::exec::reaper::kill_all();
     match result {

@@ -60,7 +60,7 @@ pub async fn workbench(
     let serving = stop.clone();
     let served = token.clone();
     tokio::spawn(async move {
-        if let Err(e) = http::serve(listener, served, factory, serving).await {
+        if let Err(e) = http::serve(listener, served, factory, serving, None).await {
             // The screen belongs to the workbench: the person hears of it when it closes.
             eprintln!("oi-tui: the MCP server stopped: {e}");
         }
