@@ -25,6 +25,8 @@ use super::pty::{ExitInfo, PtyControl, PtyProcess, signal_name};
 use super::result::{RunResult, RunStatus, describe_exit, format_duration};
 use super::text::TextCapture;
 
+mod place;
+
 /// After the kernel has exited, output still in flight is awaited this long.
 const DRAIN_IDLE: Duration = Duration::from_millis(250);
 /// How long to wait for a killed kernel to be reaped.
@@ -180,196 +182,6 @@ impl Kernel {
             nonce: uuid::Uuid::new_v4().simple().to_string(),
             place: Place::Local { control_fifo, dir },
         })
-    }
-
-    /// Starts a kernel on the link's host: its driver and interpreter's command line go
-    /// there first (once a session), then `ssh -tt` starts it in a PTY there. Err: one
-    /// sentence for the person.
-    pub async fn start_remote(
-        language: Language,
-        link: std::sync::Arc<super::remote::Link>,
-        prefix: &[String],
-        size: PtySize,
-    ) -> Result<Kernel, String> {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        if crate::shutdown::leaving() {
-            return Err("oi-tui is stopping: no kernel starts".to_string());
-        }
-        let (program, run_line) = super::remote::run_line(&link, language, prefix)?;
-        // A configured interpreter that is not there is said so, not left to fail as a
-        // kernel that exits at once.
-        let quoted = super::remote::sh_quote(&program);
-        if let Err(e) = link
-            .call(|seq| format!("oi_can_run {seq} {quoted}\n"))
-            .await
-        {
-            return Err(format!(
-                "Cannot run {language} on {host}: {e}. Install it on {host}, or name the right path under `interpreters` in the executor's settings.",
-                host = link.target.name
-            ));
-        }
-        link.prepare(language, &run_line).await?;
-        // Of one width: the helper finds a kernel's processes by `OI_TUI_KERNEL=TOKEN/NAME`
-        // as a substring of their environment, which `k1` would be of `k12`'s.
-        let name = format!(
-            "k{:08}",
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 100_000_000
-        );
-        link.call(|seq| format!("oi_kernel {seq} {name}\n"))
-            .await
-            .map_err(|e| {
-                format!(
-                    "Cannot start the {language} kernel on {}: {e}.",
-                    link.target.name
-                )
-            })?;
-        let ready = uuid::Uuid::new_v4().simple().to_string();
-        let cmd = link.kernel_command(language, &name, &ready);
-        let mut process = PtyProcess::spawn(cmd, size).map_err(|e| {
-            format!(
-                "Cannot start the {language} kernel on {}: {e}.",
-                link.target.name
-            )
-        })?;
-        let early = match super::remote::await_ready(&mut process.output, &ready).await {
-            Ok(early) => early,
-            Err(why) => {
-                // (The local `ssh` goes with `process`.)
-                link.send(|seq| format!("oi_kill {seq} {name}\n"));
-                return Err(format!(
-                    "Cannot start the {language} kernel on {}: {why}.",
-                    link.target.name
-                ));
-            }
-        };
-        Ok(Kernel {
-            handed_at: None,
-            early,
-            remote_size: Some((size.rows, size.cols)),
-            language,
-            process,
-            nonce: uuid::Uuid::new_v4().simple().to_string(),
-            place: Place::Remote { link, name },
-        })
-    }
-
-    /// A remote kernel's terminal takes a new size a moment after the local one (`ssh`
-    /// passes it on): once it changed, waits (a second at most) until the terminal there
-    /// has it, so that the block about to run sees it as a local one would.
-    pub async fn settle_size(&mut self, rows: u16, cols: u16) {
-        let Place::Remote { link, name } = &self.place else {
-            return;
-        };
-        let want = (rows.max(1), cols.max(1));
-        if self.remote_size == Some(want) {
-            return;
-        }
-        let expected = format!("{} {}", want.0, want.1);
-        let deadline = Instant::now() + Duration::from_secs(1);
-        loop {
-            let asked = link.call(|seq| format!("oi_size {seq} {name}\n")).await;
-            let seen = match &asked {
-                Ok(reply) => reply.values("SIZE").next().map(str::trim),
-                Err(_) => None,
-            };
-            // Unknown there (no answer, no terminal): nothing to wait for.
-            if seen.is_none_or(|s| s == expected) || Instant::now() > deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        self.remote_size = Some(want);
-    }
-
-    /// The link of a kernel that runs on another host.
-    pub fn link(&self) -> Option<&std::sync::Arc<super::remote::Link>> {
-        match &self.place {
-            Place::Remote { link, .. } => Some(link),
-            Place::Local { .. } => None,
-        }
-    }
-
-    /// The helper's name for a remote kernel.
-    pub fn remote_name(&self) -> Option<&str> {
-        match &self.place {
-            Place::Remote { name, .. } => Some(name),
-            Place::Local { .. } => None,
-        }
-    }
-
-    /// Sends SIGINT to the foreground process group of the kernel's terminal.
-    fn interrupt(&self) {
-        match &self.place {
-            Place::Local { .. } => self.process.control.interrupt(),
-            Place::Remote { link, name } => {
-                if link.is_lost() {
-                    // Nothing to reach there: the local `ssh` passes Ctrl-C on, if anything.
-                    let _ = self.process.control.write_input(&[0x03]);
-                } else {
-                    link.send(|seq| format!("oi_signal {seq} {name} INT\n"));
-                }
-            }
-        }
-    }
-
-    /// Kills the kernel and what it started; returns what survived (here only).
-    async fn kill(&self) -> Vec<super::reaper::Survivor> {
-        if let Place::Remote { link, name } = &self.place
-            && !link.is_lost()
-        {
-            let _ = tokio::time::timeout(
-                REAP_WAIT,
-                link.call(|seq| format!("oi_kill {seq} {name}\n")),
-            )
-            .await;
-        }
-        self.process.control.kill()
-    }
-
-    /// The processes of the kernel terminal's foreground group that wait for keyboard input.
-    async fn terminal_readers(&self) -> Vec<i32> {
-        match &self.place {
-            Place::Local { .. } => self.process.control.terminal_readers(),
-            Place::Remote { link, name } => {
-                let asked = tokio::time::timeout(
-                    Duration::from_secs(1),
-                    link.call(|seq| format!("oi_readers {seq} {name}\n")),
-                )
-                .await;
-                match asked {
-                    Ok(Ok(reply)) => reply
-                        .values("READER")
-                        .filter_map(|p| p.trim().parse().ok())
-                        .collect(),
-                    _ => Vec::new(),
-                }
-            }
-        }
-    }
-
-    /// Sends `signal` to processes of the kernel's (their pids as the kernel's host knows
-    /// them).
-    fn signal(&self, pids: &[i32], signal: i32) {
-        match &self.place {
-            Place::Local { .. } => {
-                for &pid in pids {
-                    // SAFETY: kill(2) on a process of this kernel's session.
-                    unsafe {
-                        libc::kill(pid, signal);
-                    }
-                }
-            }
-            Place::Remote { link, .. } => {
-                let name = if signal == libc::SIGKILL {
-                    "KILL"
-                } else {
-                    "HUP"
-                };
-                let list: Vec<String> = pids.iter().map(i32::to_string).collect();
-                let list = list.join(" ");
-                link.send(|seq| format!("oi_signal_pids {seq} {name} {list}\n"));
-            }
-        }
     }
 
     pub fn control(&self) -> std::sync::Arc<PtyControl> {
@@ -710,19 +522,6 @@ impl Kernel {
         result
     }
 
-    /// Whether a remote kernel ended because its connection did.
-    async fn connection_lost(&self) -> bool {
-        let Some(link) = self.link() else {
-            return false;
-        };
-        // The master notices a moment after the kernel's channel does.
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
-        while !link.is_lost() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        link.is_lost()
-    }
-
     /// A block waits for keyboard input nobody can type: the next step of `Starved`.
     async fn starve(
         &self,
@@ -765,22 +564,6 @@ impl Kernel {
                 self.signal(&readers, libc::SIGKILL);
             }
             Some(_) => {}
-        }
-    }
-
-    /// The interpreter's process id, as its host knows it (None: unknown).
-    async fn interpreter_pid(&self) -> Option<i32> {
-        match &self.place {
-            Place::Local { .. } => Some(self.pid()),
-            Place::Remote { link, name } => link
-                .call(|seq| format!("oi_pid {seq} {name}\n"))
-                .await
-                .ok()?
-                .values("PID")
-                .next()?
-                .trim()
-                .parse()
-                .ok(),
         }
     }
 
