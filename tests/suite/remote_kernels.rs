@@ -82,20 +82,10 @@ pub(super) async fn settled(needle: &str, limit: Duration) -> Vec<(i32, String)>
 /// Local `ssh` processes whose command line mentions `needle` (a config file's path).
 pub(super) fn local_ssh(needle: &str) -> Vec<i32> {
     let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+    for (pid, dir) in super::ssh_server::proc_entries() {
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+        let state = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
         let zombie = state
             .rsplit_once(") ")
             .is_some_and(|(_, rest)| rest.starts_with('Z'));

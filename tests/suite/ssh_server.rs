@@ -394,6 +394,20 @@ impl Drop for SshServer {
     }
 }
 
+/// Every process's id and its /proc directory.
+pub fn proc_entries() -> Vec<(i32, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            Some((pid, entry.path()))
+        })
+        .collect()
+}
+
 /// Processes (pid, command name) whose environment holds `needle`: an entry equal to it
 /// (`NAME=value`), or, when `needle` has no `=`, a variable of that name. The calling
 /// process is left out.
@@ -401,21 +415,11 @@ pub fn processes_with_env(needle: &str) -> Vec<(i32, String)> {
     let own = std::process::id() as i32;
     let prefix = format!("{needle}=");
     let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for (pid, dir) in proc_entries() {
         if pid == own {
             continue;
         }
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+        let Ok(environ) = std::fs::read(dir.join("environ")) else {
             continue;
         };
         let holds = environ.split(|b| *b == 0).any(|var| {
@@ -423,7 +427,7 @@ pub fn processes_with_env(needle: &str) -> Vec<(i32, String)> {
                 || (!needle.contains('=') && var.starts_with(prefix.as_bytes()))
         });
         if holds {
-            let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+            let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
             found.push((pid, comm.trim_end().to_string()));
         }
     }
@@ -439,18 +443,8 @@ struct Process {
 
 fn process_table() -> Vec<Process> {
     let mut table = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return table;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+    for (pid, dir) in proc_entries() {
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
             continue;
         };
         // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
