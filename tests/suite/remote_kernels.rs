@@ -696,3 +696,30 @@ async fn a_chatty_login_shell_does_not_break_the_connection() {
     assert_eq!(r.output.trim(), "shell too", "{r:#?}");
     rk.kernels.shutdown().await;
 }
+
+/// What a person types is the block's, all of it: `~.` at the start of a line is text, not
+/// ssh's escape that would close the connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_text_that_looks_like_an_ssh_escape_reaches_the_block() {
+    let server = SshServer::start();
+    let rk = remote(&server);
+    let k = &rk.kernels;
+    let (handle, seen) = spawn_block(
+        k.clone(),
+        Block::new(
+            Language::Shell,
+            "printf 'one? '; read -r a; printf 'two? '; read -r b; echo \"got [$a] [$b]\"",
+        ),
+    );
+    wait_for_output(&seen, "one? ", Duration::from_secs(10)).await;
+    k.write_input(b"first\r").expect("write");
+    wait_for_output(&seen, "two? ", Duration::from_secs(10)).await;
+    k.write_input(b"~.\r").expect("write");
+    let r = handle.await.expect("join");
+    ok(&r, "escape-like input");
+    assert!(r.output.contains("got [first] [~.]"), "{:?}", r.output);
+    let (after, _) = run(k, Language::Shell, "echo still").await;
+    ok(&after, "after");
+    assert!(after.notes.is_empty(), "{:?}", after.notes);
+    rk.kernels.shutdown().await;
+}

@@ -299,6 +299,9 @@ impl Link {
         cmd.env("TERM", "xterm-256color");
         cmd.arg("-tt");
         cmd.arg("-q");
+        // No escape character: `~.` typed at the start of a line is the block's input, not
+        // a way to close the connection.
+        cmd.args(["-e", "none"]);
         cmd.arg("-S");
         cmd.arg(self.socket());
         cmd.args(["-o", "ControlMaster=no", "-o", "BatchMode=yes"]);
