@@ -12,6 +12,8 @@
 # all of them are killed and the directory removed. Directories of sessions whose helper is
 # gone (a crash, a reboot) are cleaned at the start of the next.
 umask 077
+# What the login printed before this (a chatty .bashrc) is not a reply: replies start here.
+printf '.BEGIN %s\n' "$oi_token"
 # A dropped connection must not stop the cleaning: no death by SIGPIPE or SIGHUP.
 trap '' PIPE HUP INT
 

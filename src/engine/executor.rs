@@ -136,6 +136,11 @@ impl Engine {
         let (link, _) = match self.kernels.connect().await {
             Ok(link) => link,
             Err(e) => {
+                // The model must not take this machine for the one its code runs on.
+                let name = self.kernels.config().executor.name().to_string();
+                self.facts.os =
+                    format!("the host {name}, over SSH (not reached yet: what it runs is unknown)");
+                self.facts.cwd = "its working directory".to_string();
                 return format!("{e} Blocks will try to connect again.");
             }
         };

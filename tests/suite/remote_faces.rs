@@ -221,8 +221,13 @@ async fn an_unreachable_host_is_one_sentence_and_no_hang() {
         stdout.contains("lab refused the connection"),
         "the block says it too:\n{stdout}"
     );
-    // The model heard why the block did not run.
+    // The model heard why the block did not run, and never took this machine for the host.
     let chats = server.chats();
+    assert!(
+        chats[0].all_text().contains("the host lab, over SSH"),
+        "{}",
+        chats[0].all_text()
+    );
     assert!(
         chats
             .last()

@@ -697,6 +697,26 @@ async fn a_chatty_login_shell_does_not_break_the_connection() {
     rk.kernels.shutdown().await;
 }
 
+/// A login that prints what looks like the helper's replies cannot pass for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_that_prints_reply_lines_does_not_pass_for_the_helper() {
+    let server =
+        SshServer::start_with_chatter(".HELLO dir=/nowhere\n.HELLO workdir=/nowhere\n.OK 0");
+    let rk = remote(&server);
+    let (r, _) = run(&rk.kernels, Language::Shell, "echo here").await;
+    ok(&r, "shell");
+    assert_eq!(r.output.trim(), "here", "{r:#?}");
+    let link = rk.kernels.link().await.expect("link");
+    assert!(link.info.dir.contains("oi-tui-remote-"), "{:?}", link.info);
+    assert_eq!(
+        link.info.workdir,
+        rk.work.path().display().to_string(),
+        "{:?}",
+        link.info
+    );
+    rk.kernels.shutdown().await;
+}
+
 /// What a person types is the block's, all of it: `~.` at the start of a line is text, not
 /// ssh's escape that would close the connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -63,6 +63,7 @@ impl Helper {
     pub fn start(
         stdin: std::process::ChildStdin,
         stdout: std::process::ChildStdout,
+        begin: String,
     ) -> std::io::Result<(Helper, oneshot::Receiver<Result<Reply, String>>)> {
         let shared = Arc::new(Shared::default());
         let (first_tx, first_rx) = oneshot::channel();
@@ -76,7 +77,7 @@ impl Helper {
         let reader_shared = shared.clone();
         std::thread::Builder::new()
             .name("ssh-helper-reader".into())
-            .spawn(move || read_loop(stdout, &reader_shared))?;
+            .spawn(move || read_loop(stdout, &begin, &reader_shared))?;
         let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
         std::thread::Builder::new()
             .name("ssh-helper-writer".into())
@@ -189,9 +190,13 @@ fn finish(shared: &Shared, seq: u64, outcome: Result<(), String>) {
     }
 }
 
-fn read_loop(stdout: std::process::ChildStdout, shared: &Shared) {
+/// Reads replies; nothing counts before the line `.BEGIN TOKEN` (`begin`), which only the
+/// helper can print: a login's chatter before it cannot pass for a reply, even one that
+/// looks like `.OK 0`.
+fn read_loop(stdout: std::process::ChildStdout, begin: &str, shared: &Shared) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
+    let mut begun = false;
     loop {
         line.clear();
         match reader.read_until(b'\n', &mut line) {
@@ -200,6 +205,10 @@ fn read_loop(stdout: std::process::ChildStdout, shared: &Shared) {
         }
         let text = String::from_utf8_lossy(&line);
         let text = text.trim_end_matches(['\n', '\r']);
+        if !begun {
+            begun = text == begin;
+            continue;
+        }
         // Anything that is not a reply line (a login script's chatter) is ignored.
         let Some(rest) = text.strip_prefix('.') else {
             continue;

@@ -153,9 +153,9 @@ impl Link {
         let (Some(stdin), Some(stdout)) = (master.stdin.take(), master.stdout.take()) else {
             return Err(format!("Cannot connect to {name}: `ssh` gave no pipes."));
         };
-        let (helper, first) =
-            Helper::start(stdin, stdout).map_err(|e| format!("Cannot connect to {name}: {e}."))?;
         let token = uuid::Uuid::new_v4().simple().to_string();
+        let (helper, first) = Helper::start(stdin, stdout, format!(".BEGIN {token}"))
+            .map_err(|e| format!("Cannot connect to {name}: {e}."))?;
         let preamble = format!(
             "oi_token={}\noi_session={}\noi_workdir={}\n",
             token,
