@@ -535,10 +535,8 @@ impl Transcript {
             | Event::SandboxChanged { note: message, .. }
             | Event::ExecutorChanged { note: message, .. }
             | Event::KernelsRestarted { note: message, .. } => {
-                if !message.is_empty() {
-                    self.line_break();
-                    eprintln!("oi-tui: {}", visible(message));
-                }
+                self.line_break();
+                eprintln!("oi-tui: {}", visible(message));
             }
             Event::Error { message, .. } => {
                 self.line_break();

@@ -21,6 +21,7 @@ impl Engine {
             executor: self.kernels.config().executor.name().to_string(),
             note,
             cwd: self.workdir().await,
+            sandbox: Some(self.sandbox.status()),
         });
     }
 
@@ -102,6 +103,7 @@ impl Engine {
             executor: executor.name().to_string(),
             note,
             cwd: self.workdir().await,
+            sandbox: Some(self.sandbox.status()),
         });
     }
 
@@ -189,11 +191,6 @@ impl Engine {
             _ => note.push_str(" The sandbox is off."),
         }
         self.sandbox = sandbox;
-        let status = self.sandbox.status();
-        self.emit(Event::SandboxChanged {
-            status,
-            note: String::new(),
-        });
         note
     }
 
@@ -211,11 +208,6 @@ impl Engine {
         self.facts.agents_md = agents_md;
         self.facts.sandbox = sandbox.for_model();
         self.sandbox = sandbox;
-        let status = self.sandbox.status();
-        self.emit(Event::SandboxChanged {
-            status,
-            note: String::new(),
-        });
     }
 }
 

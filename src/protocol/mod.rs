@@ -366,6 +366,9 @@ pub enum Event {
         /// The kernels' working directory there, once connected (here: the session's).
         #[serde(default)]
         cwd: Option<String>,
+        /// The sandbox in force where they run now (the host's, or this machine's).
+        #[serde(default)]
+        sandbox: Option<SandboxStatus>,
     },
     /// The session store cannot be written (a full disk, a read-only or damaged store):
     /// `unsaved` steps wait in memory and are tried again. A face shows it until

@@ -478,6 +478,7 @@ impl Writer {
             Event::ExecutorChanged {
                 executor,
                 cwd: Some(cwd),
+                note,
                 ..
             } if executor != "local" => {
                 self.executor = format!("{executor}, in {cwd}");
@@ -487,6 +488,7 @@ impl Writer {
                         params![self.id, self.executor],
                     )?;
                 }
+                self.note("notice", note)?;
             }
             Event::BlockProposed { block, .. } => {
                 // A session another agent began over MCP is named for it and its first block.
@@ -611,11 +613,7 @@ impl Writer {
             Event::Notice { message }
             | Event::RulesChanged { note: message, .. }
             | Event::SandboxChanged { note: message, .. }
-            | Event::ExecutorChanged { note: message, .. }
-                if !message.is_empty() =>
-            {
-                self.note("notice", message)?
-            }
+            | Event::ExecutorChanged { note: message, .. } => self.note("notice", message)?,
             Event::TurnFinished {
                 end: TurnEnd::Interrupted,
             } => self.note("interrupt", "the turn was interrupted")?,

@@ -31,8 +31,12 @@ impl App {
                 executor,
                 note,
                 cwd,
+                sandbox,
             } => {
                 self.executor = executor;
+                if let Some(sandbox) = sandbox {
+                    self.sandbox = Some(sandbox);
+                }
                 if let Some(cwd) = cwd {
                     self.cwd = cwd;
                 }
@@ -44,9 +48,7 @@ impl App {
             }
             Event::SandboxChanged { status, note } => {
                 self.sandbox = Some(status);
-                if !note.is_empty() {
-                    self.chat.push(Entry::Notice(note));
-                }
+                self.chat.push(Entry::Notice(note));
             }
             Event::UserMessage { text } => self.chat.push(Entry::User(text)),
             Event::RequestStarted { .. } => {
