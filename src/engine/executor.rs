@@ -199,14 +199,9 @@ impl Engine {
         let cwd = self.config.kernels.cwd.clone();
         self.policy.set_root(&cwd);
         let sandbox = crate::sandbox::resolve(self.config.sandbox, &cwd);
-        let available: Vec<Language> = Language::ALL
-            .into_iter()
-            .filter(|l| !l.runs_in_kernel() || l.locate().is_some())
-            .collect();
         let agents_md = self.facts.agents_md.take();
-        self.facts = super::prompt::Facts::gather(&cwd, available);
+        self.facts = super::prompt::Facts::here(&cwd, &sandbox);
         self.facts.agents_md = agents_md;
-        self.facts.sandbox = sandbox.for_model();
         self.sandbox = sandbox;
     }
 }

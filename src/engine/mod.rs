@@ -132,12 +132,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
         remote_sandbox: config.sandbox,
         ..config.kernels.clone()
     }));
-    let available: Vec<Language> = Language::ALL
-        .into_iter()
-        .filter(|l| !l.runs_in_kernel() || l.locate().is_some())
-        .collect();
-    let mut facts = prompt::Facts::gather(&config.kernels.cwd, available);
-    facts.sandbox = sandbox.for_model();
+    let mut facts = prompt::Facts::here(&config.kernels.cwd, &sandbox);
     let agents = if config.agents_md {
         agents_md::load(
             &config.kernels.cwd,

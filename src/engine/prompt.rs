@@ -26,6 +26,18 @@ pub struct Facts {
 }
 
 impl Facts {
+    /// This machine's facts, with the languages whose interpreters are found here and what
+    /// the sandbox lets code do.
+    pub fn here(cwd: &std::path::Path, sandbox: &crate::sandbox::Resolved) -> Facts {
+        let available: Vec<Language> = Language::ALL
+            .into_iter()
+            .filter(|l| !l.runs_in_kernel() || l.locate().is_some())
+            .collect();
+        let mut facts = Facts::gather(cwd, available);
+        facts.sandbox = sandbox.for_model();
+        facts
+    }
+
     /// Reads the facts from this machine. `path` is the kernels' PATH, which decides which
     /// languages are available.
     pub fn gather(cwd: &std::path::Path, languages: Vec<Language>) -> Facts {
