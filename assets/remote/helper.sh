@@ -447,15 +447,22 @@ oi_ping() {
   printf '.OK %s\n' "$1"
 }
 
-# oi_size SEQ KERNEL: the size of the kernel's terminal (".SIZE ROWS COLS").
-oi_size() {
-  if oi_kernel_pid "$2"; then
-    t=$(readlink "/proc/$oi_pid/fd/0" 2>/dev/null)
-    case $t in
-      /dev/*) sz=$(stty size 2>/dev/null <"$t") && printf '.SIZE %s\n' "$sz" ;;
-    esac
+# oi_resize SEQ KERNEL ROWS COLS: gives the kernel's terminal a size (its foreground
+# programs are sent SIGWINCH, as by a local one). `ssh` on pipes at oi-tui's end cannot pass
+# one on, so it comes this way. (stty opens the terminal in a child: the helper, a session
+# leader with no terminal, would make it its own.)
+oi_resize() {
+  t=
+  { read -r t <"$oi_dir/$2/tty"; } 2>/dev/null
+  case $t in
+    /dev/*) stty rows "$3" cols "$4" <"$t" 2>/dev/null || t= ;;
+    *) t= ;;
+  esac
+  if [ -n "$t" ]; then
+    printf '.OK %s\n' "$1"
+  else
+    oi_fail "$1" "the kernel's terminal cannot be resized"
   fi
-  printf '.OK %s\n' "$1"
 }
 
 # oi_pid SEQ KERNEL: the kernel's interpreter's process id.

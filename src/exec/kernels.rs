@@ -338,8 +338,7 @@ impl Kernels {
             }
         };
         let (rows, cols) = self.current_size();
-        let _ = kernel.control().resize(rows, cols);
-        kernel.settle_size(rows, cols).await;
+        kernel.take_size(rows, cols).await;
         if let Ok(mut slot) = self.active.lock()
             && let Some(active) = slot.as_mut()
         {

@@ -30,9 +30,19 @@ pub struct ExitInfo {
     pub signal: Option<i32>,
 }
 
+/// Sets a terminal's size: one that is not here (a remote kernel's, which `ssh` reaches).
+pub(crate) type Resizer = Box<dyn Fn(u16, u16) + Send + Sync>;
+
+/// The terminal a process runs in: a PTY here, whose master oi-tui holds, or one elsewhere
+/// (a remote kernel's, behind `ssh` on pipes) that only its resizer reaches.
+enum Terminal {
+    Here(Mutex<Box<dyn MasterPty + Send>>),
+    Elsewhere(Resizer),
+}
+
 /// The controls of a running PTY process, shareable across tasks.
 pub(crate) struct PtyControl {
-    master: Mutex<Box<dyn MasterPty + Send>>,
+    terminal: Terminal,
     writer: Mutex<Box<dyn Write + Send>>,
     pid: i32,
     /// The terminal modes the PTY started with, put back before each block.
@@ -48,8 +58,9 @@ pub(crate) struct PtyProcess {
     pub exit: watch::Receiver<Option<ExitInfo>>,
     /// Dropping this closes the stop pipe, which ends the reader thread.
     _stop_reader: OwnedFd,
-    /// Kept so that portable-pty's handle lives as long as the process does.
-    _child: Box<dyn portable_pty::Child + Send + Sync>,
+    /// Kept so that portable-pty's handle lives as long as the process does (none for a
+    /// process on pipes).
+    _child: Option<Box<dyn portable_pty::Child + Send + Sync>>,
     /// Lets the waiter thread reap the process, and waits for it to have done so.
     reap: Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
 }
@@ -77,11 +88,70 @@ impl PtyProcess {
             .as_raw_fd()
             .ok_or_else(|| io::Error::other("the PTY master has no file descriptor"))?;
         let read_fd = dup_cloexec(master_fd)?;
-        let (stop_read, stop_write) = pipe_cloexec()?;
         let writer = master
             .take_writer()
             .map_err(|e| io::Error::other(format!("cannot write to the PTY: {e}")))?;
+        let control = PtyControl {
+            sane: get_termios(master_fd),
+            tty: master.tty_name(),
+            terminal: Terminal::Here(Mutex::new(master)),
+            writer: Mutex::new(writer),
+            pid,
+        };
+        Self::serve(control, read_fd, Some(child))
+    }
 
+    /// Starts a process whose terminal is elsewhere (`ssh -tt`, which gives a remote kernel
+    /// a PTY there): here it has pipes, one for its input and one for its output and errors
+    /// both, and a session of its own. Without a second PTY here, whose line discipline and
+    /// small buffer every byte would cross again, output comes at the speed of `ssh` itself.
+    pub fn spawn_piped(mut cmd: std::process::Command, resize: Resizer) -> io::Result<PtyProcess> {
+        use std::os::unix::process::CommandExt;
+        let (read_fd, write_fd) = pipe_cloexec()?;
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(write_fd.try_clone()?)
+            .stderr(write_fd);
+        // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| io::Error::other(format!("cannot start the process: {e}")))?;
+        // The command holds the output pipe's write end: the reader sees the end of the
+        // stream only once no one here has it.
+        drop(cmd);
+        let pid = i32::try_from(child.id())
+            .map_err(|_| io::Error::other("the process id does not fit"))?;
+        reaper::register(pid);
+        let writer = child
+            .stdin
+            .take()
+            .ok_or_else(|| io::Error::other("the process has no input pipe"))?;
+        let control = PtyControl {
+            terminal: Terminal::Elsewhere(resize),
+            writer: Mutex::new(Box::new(writer)),
+            pid,
+            sane: None,
+            tty: None,
+        };
+        // (`child` is dropped without waiting: the waiter thread reaps the process.)
+        Self::serve(control, read_fd, None)
+    }
+
+    /// Starts the reader and waiter threads of a process just spawned.
+    fn serve(
+        control: PtyControl,
+        read_fd: OwnedFd,
+        child: Option<Box<dyn portable_pty::Child + Send + Sync>>,
+    ) -> io::Result<PtyProcess> {
+        let pid = control.pid;
+        let (stop_read, stop_write) = pipe_cloexec()?;
         let (out_tx, out_rx) = mpsc::channel(CHANNEL_CHUNKS);
         std::thread::Builder::new()
             .name(format!("pty-reader-{pid}"))
@@ -97,17 +167,8 @@ impl PtyProcess {
                 let _ = reap_rx.recv();
                 reap(pid);
             })?;
-
-        let sane = get_termios(master_fd);
-        let tty = master.tty_name();
         Ok(PtyProcess {
-            control: Arc::new(PtyControl {
-                master: Mutex::new(master),
-                writer: Mutex::new(writer),
-                pid,
-                sane,
-                tty,
-            }),
+            control: Arc::new(control),
             output: out_rx,
             exit: exit_rx,
             _stop_reader: stop_write,
@@ -140,15 +201,14 @@ impl Drop for PtyProcess {
 }
 
 impl PtyControl {
-    /// Sends SIGINT to the PTY's foreground process group, as a terminal does for Ctrl-C.
+    /// Sends SIGINT to the PTY's foreground process group, as a terminal does for Ctrl-C
+    /// (a terminal elsewhere is sent the Ctrl-C itself).
     pub fn interrupt(&self) {
-        let group = self
-            .master
-            .lock()
-            .ok()
-            .and_then(|m| m.process_group_leader())
-            .filter(|&g| g > 0)
-            .unwrap_or(self.pid);
+        if let Terminal::Elsewhere(_) = self.terminal {
+            let _ = self.write_input(&[0x03]);
+            return;
+        }
+        let group = self.foreground_group().unwrap_or(self.pid);
         // SAFETY: killpg(2) on a process group of this PTY; no memory is involved.
         unsafe {
             libc::killpg(group, libc::SIGINT);
@@ -157,7 +217,10 @@ impl PtyControl {
 
     /// The terminal's foreground process group, when it has one.
     fn foreground_group(&self) -> Option<i32> {
-        self.master
+        let Terminal::Here(master) = &self.terminal else {
+            return None;
+        };
+        master
             .lock()
             .ok()
             .and_then(|m| m.process_group_leader())
@@ -194,7 +257,10 @@ impl PtyControl {
     /// Puts back the terminal modes the PTY started with (echo, line editing, signals), in
     /// case a block left them changed (`stty -echo`, a crashed full-screen program).
     pub fn restore_modes(&self) {
-        let (Some(sane), Ok(master)) = (self.sane, self.master.lock()) else {
+        let (Some(sane), Terminal::Here(master)) = (self.sane, &self.terminal) else {
+            return;
+        };
+        let Ok(master) = master.lock() else {
             return;
         };
         let Some(fd) = master.as_raw_fd() else {
@@ -209,8 +275,14 @@ impl PtyControl {
     }
 
     pub fn resize(&self, rows: u16, cols: u16) -> io::Result<()> {
-        let master = self
-            .master
+        let master = match &self.terminal {
+            Terminal::Here(master) => master,
+            Terminal::Elsewhere(resize) => {
+                resize(rows.max(1), cols.max(1));
+                return Ok(());
+            }
+        };
+        let master = master
             .lock()
             .map_err(|_| io::Error::other("the PTY master is poisoned"))?;
         master

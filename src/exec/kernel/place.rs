@@ -1,7 +1,7 @@
 //! A kernel's operations that depend on where it runs: here (its PTY, /proc) or on a host
 //! over SSH (the session's helper there). `kernel.rs` runs blocks the same way for both.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use portable_pty::PtySize;
 
@@ -51,8 +51,14 @@ impl Kernel {
                 )
             })?;
         let ready = uuid::Uuid::new_v4().simple().to_string();
-        let cmd = link.kernel_command(language, &name, &ready);
-        let mut process = PtyProcess::spawn(cmd, size).map_err(|e| {
+        let cmd = link.kernel_command(language, &name, &ready, (size.rows, size.cols));
+        let resize = {
+            let (link, name) = (link.clone(), name.clone());
+            Box::new(move |rows, cols| {
+                link.send(|seq| format!("oi_resize {seq} {name} {rows} {cols}\n"));
+            })
+        };
+        let mut process = PtyProcess::spawn_piped(cmd, resize).map_err(|e| {
             format!(
                 "Cannot start the {language} kernel on {}: {e}.",
                 link.target.name
@@ -80,32 +86,27 @@ impl Kernel {
         })
     }
 
-    /// A remote kernel's terminal takes a new size a moment after the local one (`ssh`
-    /// passes it on): once it changed, waits (a second at most) until the terminal there
-    /// has it, so that the block about to run sees it as a local one would.
-    pub async fn settle_size(&mut self, rows: u16, cols: u16) {
+    /// Gives the kernel's terminal the size of the pane before a block. A remote kernel's
+    /// is set by the helper there, and waited for (a second at most), so that the block sees
+    /// it as a local one would. (While a block runs, a resize is sent without waiting.)
+    pub async fn take_size(&mut self, rows: u16, cols: u16) {
         let Place::Remote { link, name } = &self.place else {
+            let _ = self.process.control.resize(rows, cols);
             return;
         };
         let want = (rows.max(1), cols.max(1));
         if self.remote_size == Some(want) {
             return;
         }
-        let expected = format!("{} {}", want.0, want.1);
-        let deadline = Instant::now() + Duration::from_secs(1);
-        loop {
-            let asked = link.call(|seq| format!("oi_size {seq} {name}\n")).await;
-            let seen = match &asked {
-                Ok(reply) => reply.values("SIZE").next().map(str::trim),
-                Err(_) => None,
-            };
-            // Unknown there (no answer, no terminal): nothing to wait for.
-            if seen.is_none_or(|s| s == expected) || Instant::now() > deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        let asked = tokio::time::timeout(
+            Duration::from_secs(1),
+            link.call(|seq| format!("oi_resize {seq} {name} {} {}\n", want.0, want.1)),
+        )
+        .await;
+        // When it could not be set, it is asked again before the next block.
+        if matches!(asked, Ok(Ok(_))) {
+            self.remote_size = Some(want);
         }
-        self.remote_size = Some(want);
     }
 
     /// The link of a kernel that runs on another host.

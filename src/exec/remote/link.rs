@@ -280,22 +280,22 @@ impl Link {
         Ok(())
     }
 
-    /// The `ssh -tt` command line of a kernel: `/bin/sh DIR/kernel.sh LANGUAGE KERNEL READY`
-    /// in a PTY there, over the master connection (`kernel.sh` prints `OI_TUI_READY_READY`
-    /// once the login's own output is over).
+    /// The `ssh -tt` command line of a kernel:
+    /// `/bin/sh DIR/kernel.sh LANGUAGE KERNEL READY ROWS COLS` in a PTY there of that size,
+    /// over the master connection (`kernel.sh` prints `OI_TUI_READY_READY` once the login's
+    /// own output is over).
     pub fn kernel_command(
         &self,
         language: Language,
         kernel: &str,
         ready: &str,
-    ) -> portable_pty::CommandBuilder {
-        let mut cmd = portable_pty::CommandBuilder::new("ssh");
+        (rows, cols): (u16, u16),
+    ) -> std::process::Command {
+        let mut cmd = std::process::Command::new("ssh");
         if self.clear_env {
             cmd.env_clear();
         }
-        for (key, value) in &self.env {
-            cmd.env(key, value);
-        }
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.env("TERM", "xterm-256color");
         cmd.arg("-tt");
         cmd.arg("-q");
@@ -309,13 +309,12 @@ impl Link {
         cmd.arg("--");
         cmd.arg(&self.target.host);
         cmd.arg(format!(
-            "exec /bin/sh {}/kernel.sh {} {kernel} {ready}",
+            "exec /bin/sh {}/kernel.sh {} {kernel} {ready} {} {}",
             self.info.dir,
-            language.name()
+            language.name(),
+            rows.max(1),
+            cols.max(1)
         ));
-        if let Ok(cwd) = std::env::current_dir() {
-            cmd.cwd(cwd);
-        }
         cmd
     }
 
