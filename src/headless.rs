@@ -538,6 +538,14 @@ impl Transcript {
                 self.line_break();
                 eprintln!("oi-tui: {}", visible(message));
             }
+            Event::Connecting {
+                executor,
+                connecting: true,
+            } => {
+                self.line_break();
+                eprintln!("oi-tui: connecting to {}…", visible(executor));
+            }
+            Event::Connecting { .. } => {}
             Event::Error { message, .. } => {
                 self.line_break();
                 eprintln!("oi-tui: error: {}", visible(message));

@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use crate::exec::{Executor, KernelConfig, Language};
-use crate::protocol::Event;
+use crate::exec::remote::Link;
+use crate::exec::{Executor, KernelConfig, Kernels, Language};
+use crate::protocol::{Event, Op};
 
 use super::Engine;
 
@@ -60,22 +61,19 @@ impl Engine {
         }));
         // A host is reached first: one that cannot be leaves the kernels where they are,
         // with their state.
-        if executor.is_remote() {
+        if executor.is_remote()
+            && let Err(e) = self.connect_interruptibly(&fresh).await
+        {
+            fresh.shutdown().await;
+            let now = if self.kernels.link().await.is_some() || !current.is_remote() {
+                place(&current)
+            } else {
+                format!("{} (not connected)", place(&current))
+            };
             self.emit(Event::Notice {
-                message: format!("Connecting to {}…", executor.name()),
+                message: format!("The kernels stay on {now}: {e}"),
             });
-            if let Err(e) = fresh.connect().await {
-                fresh.shutdown().await;
-                let now = if self.kernels.link().await.is_some() || !current.is_remote() {
-                    place(&current)
-                } else {
-                    format!("{} (not connected)", place(&current))
-                };
-                self.emit(Event::Notice {
-                    message: format!("The kernels stay on {now}: {e}"),
-                });
-                return;
-            }
+            return;
         }
         let old = std::mem::replace(&mut self.kernels, fresh);
         old.shutdown().await;
@@ -130,12 +128,8 @@ impl Engine {
     /// Connects to the remote executor; the sentence that says how it went. The facts the
     /// model is told (system, working directory, languages, sandbox) become the host's.
     async fn connect_and_describe(&mut self) -> String {
-        if self.kernels.link().await.is_none() {
-            self.emit(Event::Notice {
-                message: format!("Connecting to {}…", self.kernels.config().executor.name()),
-            });
-        }
-        let (link, _) = match self.kernels.connect().await {
+        let kernels = self.kernels.clone();
+        let link = match self.connect_interruptibly(&kernels).await {
             Ok(link) => link,
             Err(e) => {
                 // The model must not take this machine for the one its code runs on.
@@ -192,6 +186,46 @@ impl Engine {
         }
         self.sandbox = sandbox;
         note
+    }
+
+    /// Connects `kernels` to their host, saying so while it lasts. Ctrl-C (an interrupt),
+    /// or oi-tui leaving, ends the attempt at once; what else comes meanwhile is handled as
+    /// during a turn.
+    async fn connect_interruptibly(&mut self, kernels: &Kernels) -> Result<Arc<Link>, String> {
+        if let Some(link) = kernels.link().await {
+            return Ok(link);
+        }
+        let executor = kernels.config().executor.name().to_string();
+        self.emit(Event::Connecting {
+            executor: executor.clone(),
+            connecting: true,
+        });
+        let cancelled = || format!("Connecting to {executor} was cancelled.");
+        let connect = kernels.connect();
+        tokio::pin!(connect);
+        let result = loop {
+            tokio::select! {
+                result = &mut connect => break result.map(|(link, _)| link),
+                op = self.ops.recv(), if !self.ops_closed => match op {
+                    Some(Op::Interrupt) => break Err(cancelled()),
+                    None => {
+                        self.ops_closed = true;
+                        break Err(cancelled());
+                    }
+                    Some(op) => {
+                        self.side_op(op);
+                        if self.shutdown {
+                            break Err(cancelled());
+                        }
+                    }
+                },
+            }
+        };
+        self.emit(Event::Connecting {
+            executor: executor.clone(),
+            connecting: false,
+        });
+        result
     }
 
     /// The facts of this machine again, after the kernels came back from a host.

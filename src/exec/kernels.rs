@@ -312,7 +312,15 @@ impl Kernels {
             ));
         }
         if self.config.executor.is_remote() {
-            match self.connect().await {
+            // Ctrl-C while it connects ends the attempt at once (the block does not run).
+            let connected = tokio::select! {
+                connected = self.connect() => connected,
+                () = interrupt.notified() => Err(format!(
+                    "Connecting to {} was interrupted, so the block did not run.",
+                    self.config.executor.name()
+                )),
+            };
+            match connected {
                 Ok((_, true)) => {
                     kernels.clear();
                     restarted_note = Some(format!(

@@ -370,6 +370,10 @@ pub enum Event {
         #[serde(default)]
         sandbox: Option<SandboxStatus>,
     },
+    /// oi-tui is connecting to the kernels' host (`connecting: true`: an `Interrupt` cancels
+    /// the attempt), or no longer is (`false`, always after a `true`, before what came of
+    /// it is said).
+    Connecting { executor: String, connecting: bool },
     /// The session store cannot be written (a full disk, a read-only or damaged store):
     /// `unsaved` steps wait in memory and are tried again. A face shows it until
     /// `StoreRecovered`; headless mode says it on stderr.

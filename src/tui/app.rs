@@ -162,6 +162,8 @@ pub struct App {
     pub sandbox: Option<crate::protocol::SandboxStatus>,
     /// Where the kernels run: `local`, or the executor's (host's) name.
     pub executor: String,
+    /// The host being connected to, while it lasts (Ctrl-C cancels).
+    pub connecting: Option<String>,
     pub cwd: String,
     pub chat: Chat,
     /// The assistant's message while it streams.
@@ -245,6 +247,7 @@ impl App {
             approval: crate::protocol::ApprovalMode::Ask,
             sandbox: None,
             executor: "local".to_string(),
+            connecting: None,
             cwd: String::new(),
             chat: Chat::default(),
             streaming: String::new(),

@@ -27,6 +27,20 @@ impl App {
                 }
                 self.executor = executor.unwrap_or_else(|| "local".to_string());
             }
+            Event::Connecting {
+                executor,
+                connecting,
+            } => {
+                if connecting {
+                    self.chat.push(Entry::Notice(format!(
+                        "Connecting to {}… (Ctrl-C cancels)",
+                        crate::safe_text::visible_line(&executor)
+                    )));
+                    self.connecting = Some(executor);
+                } else {
+                    self.connecting = None;
+                }
+            }
             Event::ExecutorChanged {
                 executor,
                 note,

@@ -303,7 +303,9 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         app.approval.name().to_string()
     };
-    if app.executor != "local" {
+    if let Some(host) = &app.connecting {
+        approval.push_str(&format!(" · connecting to {host}…"));
+    } else if app.executor != "local" {
         approval.push_str(&format!(" · on {}", app.executor));
     }
     let help = format!("{} help", app.keymap.label(Action::Help));

@@ -382,6 +382,13 @@ impl App {
             }
             return Vec::new();
         }
+        if let Some(host) = &self.connecting {
+            self.chat.push(Entry::Notice(format!(
+                "cancelling the connection to {}…",
+                crate::safe_text::visible_line(host)
+            )));
+            return vec![Effect::Op(Op::Interrupt)];
+        }
         // A turn under way (even between a decision and its block's start) is interrupted.
         if self.busy != Busy::Idle || self.pending.is_some() || self.in_turn {
             self.chat.push(Entry::Notice("interrupting…".into()));

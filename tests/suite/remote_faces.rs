@@ -109,6 +109,33 @@ async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
     tmux.send(&["Enter"]);
     let screen = tmux.wait_for("The kernels stay on lab").await;
     assert!(screen.contains("refused the connection"), "{screen}");
+    // One that takes the connection and never answers (a hung machine): Ctrl-C ends the
+    // attempt at once, and the kernels stay too.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    tmux.type_text(&format!("/on 127.0.0.1:{port}"));
+    tmux.send(&["Enter"]);
+    let screen = tmux
+        .wait_for(&format!("Connecting to 127.0.0.1:{port}… (Ctrl-C cancels)"))
+        .await;
+    let status = screen.lines().last().unwrap_or_default();
+    assert!(status.contains("connecting to 127.0.0.1"), "{screen}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let asked = std::time::Instant::now();
+    tmux.send(&["C-c"]);
+    let screen = tmux.wait_for("was cancelled").await;
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert!(screen.contains("The kernels stay on lab"), "{screen}");
+    let status = screen.lines().last().unwrap_or_default();
+    assert!(
+        status.contains("on lab") && !status.contains("connecting"),
+        "{screen}"
+    );
+    drop(silent);
     tmux.type_text("and x?");
     tmux.send(&["Enter"]);
     tmux.wait_for("awaiting your decision").await;

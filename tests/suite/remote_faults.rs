@@ -169,3 +169,53 @@ async fn a_sandboxed_block_cannot_change_what_runs_outside_the_sandbox_there() {
     );
     r.kernels.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_ends_a_connection_attempt_at_once() {
+    // A host that takes the connection and never answers (a hung machine): the kernel's
+    // backlog completes the handshake, nobody ever speaks.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let port = silent.local_addr().expect("address").port();
+    let work = tempfile::tempdir().expect("work");
+    let config = tempfile::NamedTempFile::new().expect("empty ssh config");
+    let mut t =
+        oi_tui::exec::remote::SshTarget::from_host(&format!("127.0.0.1:{port}")).expect("target");
+    t.ssh_options = vec!["-F".into(), config.path().display().to_string()];
+    t.connect_timeout = Duration::from_secs(60);
+    let kernels = std::sync::Arc::new(Kernels::new(KernelConfig {
+        cwd: work.path().to_path_buf(),
+        executor: Executor::Ssh(t),
+        ..KernelConfig::default()
+    }));
+    let needle = config.path().display().to_string();
+    let (handle, _) = super::support::spawn_block(
+        kernels.clone(),
+        oi_tui::exec::Block::new(Language::Python, "print(1)"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while local_ssh(&needle).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!local_ssh(&needle).is_empty(), "ssh never started");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let interrupted = Instant::now();
+    assert!(kernels.interrupt(), "the block is active while it connects");
+    let r = tokio::time::timeout(Duration::from_secs(5), handle)
+        .await
+        .expect("the attempt went on after Ctrl-C")
+        .expect("join");
+    assert!(
+        interrupted.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        interrupted.elapsed()
+    );
+    assert_eq!(r.status, RunStatus::Unavailable, "{r:#?}");
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("was interrupted") && n.contains("127.0.0.1")),
+        "{r:#?}"
+    );
+    assert!(local_ssh(&needle).is_empty(), "an ssh was left running");
+    drop(silent);
+}

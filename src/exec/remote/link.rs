@@ -57,6 +57,9 @@ pub struct Link {
     clear_env: bool,
     /// The languages whose drivers are on the host.
     sent: tokio::sync::Mutex<HashSet<Language>>,
+    /// The helper answered and has its files: a link dropped before (an attempt that
+    /// failed or was cancelled) has nothing there to wait for.
+    connected: bool,
 }
 
 /// The masters of live links, killed when oi-tui leaves in a hurry (`reaper::kill_all`).
@@ -175,6 +178,7 @@ impl Link {
             env: how.env.clone(),
             clear_env: how.clear_env,
             sent: tokio::sync::Mutex::new(HashSet::new()),
+            connected: false,
         };
         let limit = target.connect_timeout + Duration::from_secs(10);
         let hello = match tokio::time::timeout(limit, first).await {
@@ -198,6 +202,7 @@ impl Link {
             include_str!("../../../assets/remote/kernel.sh"),
         )
         .await?;
+        link.connected = true;
         Ok(link)
     }
 
@@ -337,7 +342,13 @@ impl Drop for Link {
         // The helper cleans the host when its input closes; its session's end ends the
         // master. A master that lingers (a dead link) is killed.
         self.helper.close();
-        let deadline = Instant::now() + Duration::from_secs(3);
+        // (A connection still being made is hardly waited for: Ctrl-C cancels it at once.)
+        let grace = if self.connected {
+            Duration::from_secs(3)
+        } else {
+            Duration::from_millis(300)
+        };
+        let deadline = Instant::now() + grace;
         if let Ok(mut master) = self.master.lock() {
             while matches!(master.try_wait(), Ok(None)) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(10));
