@@ -1,7 +1,7 @@
 """One `execute` call to the open workbench's MCP server, as another agent makes it (driven from
 tests/suite/mcp_workbench.rs). Usage: workbench_call.py URL TOKEN LANGUAGE CODE OUT: calls
-`execute` as "claude-code" and writes the result (structured content and text) to OUT as
-JSON, then prints `OK`."""
+`execute` as "claude-code" and writes the result (structured content and text) and the
+server's instructions to OUT as JSON, then prints `OK`."""
 import json
 import sys
 
@@ -19,7 +19,8 @@ async def main(url, token, language, code, out):
         r = await c.call_tool("execute", {"language": language, "code": code})
         text = "".join(getattr(part, "text", "") for part in r.content)
         with open(out, "w") as f:
-            json.dump({"structured": r.structured_content, "text": text, "is_error": r.is_error}, f)
+            json.dump({"structured": r.structured_content, "text": text, "is_error": r.is_error,
+                       "instructions": c.instructions}, f)
     print("OK")
 
 

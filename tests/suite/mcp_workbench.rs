@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::model_server::{ModelServer, Reply};
 use super::tmux::Tmux;
 
-const TOKEN: &str = "workbench-test-token-0123456789";
+pub(super) const TOKEN: &str = "workbench-test-token-0123456789";
 
 /// The workbench in tmux serving MCP on a free loopback port, with a known token.
 fn serving_workbench(server: &ModelServer, size: (u16, u16)) -> (Tmux, tempfile::TempDir) {
@@ -31,7 +31,7 @@ fn serving_workbench(server: &ModelServer, size: (u16, u16)) -> (Tmux, tempfile:
 }
 
 /// The URL the workbench says it serves at.
-fn served_url(screen: &str) -> String {
+pub(super) fn served_url(screen: &str) -> String {
     let start = screen.find("http://127.0.0.1:").expect("a URL on screen");
     let rest = &screen[start..];
     let end = rest.find("/mcp").expect("the URL's path") + "/mcp".len();
@@ -39,7 +39,12 @@ fn served_url(screen: &str) -> String {
 }
 
 /// Another agent's `execute` call, running in the background; its result lands in `out`.
-fn agent_call(url: &str, token: &str, code: &str, out: &std::path::Path) -> tokio::process::Child {
+pub(super) fn agent_call(
+    url: &str,
+    token: &str,
+    code: &str,
+    out: &std::path::Path,
+) -> tokio::process::Child {
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/workbench_call.py");
     tokio::process::Command::new(super::support::mcp_python())

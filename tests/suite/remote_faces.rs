@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use super::mcp_workbench::{TOKEN, agent_call, served_url};
 use super::model_server::{ModelServer, Reply};
 use super::ssh_server::{SshServer, processes_with_env};
 use super::support::{isolated_oi_tui, json_events, output_within, text};
@@ -62,14 +63,18 @@ async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
     ])
     .await;
     let dir = tempfile::tempdir().unwrap();
-    config(dir.path(), &ssh.config_path(), work.path());
+    let mut text = config(dir.path(), &ssh.config_path(), work.path());
+    text.push_str(&format!("[mcp_server]\ntoken = \"{TOKEN}\"\n"));
+    std::fs::write(dir.path().join("config/oi-tui/config.toml"), text).unwrap();
     let tmux = Tmux::workbench(
         &server.base("openai"),
         dir.path(),
         (200, 60),
         "",
-        "--on lab",
+        "--on lab --mcp-listen 127.0.0.1:0",
     );
+    let screen = tmux.wait_for("Serving MCP at").await;
+    let url = served_url(&screen.replace('\n', ""));
     let screen = tmux.wait_for("Connected to lab").await;
     let status = screen.lines().last().unwrap_or_default();
     assert!(
@@ -141,6 +146,33 @@ async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
     tmux.wait_for("awaiting your decision").await;
     tmux.send(&["y"]);
     tmux.wait_for("x is 5").await;
+
+    // Another agent's block (over the workbench's MCP server) runs there too, after the
+    // person's approval; the agent was told where its code runs.
+    let out = dir.path().join("agent.json");
+    let agent = agent_call(
+        &url,
+        TOKEN,
+        "import os\nprint('agent in', os.getcwd())",
+        &out,
+    );
+    let screen = tmux.wait_for("from claude-code").await;
+    assert!(screen.contains("awaiting your decision"), "{screen}");
+    tmux.send(&["y"]);
+    let done = tokio::time::timeout(Duration::from_secs(60), agent.wait_with_output())
+        .await
+        .expect("the agent's call ends")
+        .expect("the agent ran");
+    assert!(done.status.success(), "{done:?}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let output = result["structured"]["output"].as_str().unwrap_or_default();
+    assert!(
+        output.contains(&format!("agent in {}", work.path().display())),
+        "{result}"
+    );
+    let instructions = result["instructions"].as_str().unwrap_or_default();
+    assert!(instructions.contains("on the host lab"), "{instructions}");
 
     // /on local brings the kernels back, and says so.
     tmux.type_text("/on local");

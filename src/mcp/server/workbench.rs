@@ -59,8 +59,10 @@ pub async fn workbench(
     let stop = CancellationToken::new();
     let serving = stop.clone();
     let served = token.clone();
+    // (The person may move the kernels later with /on: clients are told where they start.)
+    let host = super::remote_host(settings);
     tokio::spawn(async move {
-        if let Err(e) = http::serve(listener, served, factory, serving, None).await {
+        if let Err(e) = http::serve(listener, served, factory, serving, host).await {
             // The screen belongs to the workbench: the person hears of it when it closes.
             eprintln!("oi-tui: the MCP server stopped: {e}");
         }
