@@ -465,6 +465,22 @@ oi_resize() {
   fi
 }
 
+# oi_modes SEQ KERNEL: puts back the kernel terminal's modes of its start (echo, line
+# editing, signals), when a block changed them (`stty -echo raw`, a crashed full-screen
+# program), as a local kernel's are put back before each block.
+oi_modes() {
+  t= m=
+  { read -r t <"$oi_dir/$2/tty" && read -r m <"$oi_dir/$2/modes"; } 2>/dev/null
+  case $t in
+    /dev/*)
+      if [ -n "$m" ] && now=$(stty -g <"$t" 2>/dev/null) && [ "$now" != "$m" ]; then
+        stty "$m" <"$t" 2>/dev/null
+      fi
+      ;;
+  esac
+  printf '.OK %s\n' "$1"
+}
+
 # oi_pid SEQ KERNEL: the kernel's interpreter's process id.
 oi_pid() {
   oi_kernel_pid "$2" && printf '.PID %s\n' "$oi_pid"

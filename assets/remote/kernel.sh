@@ -17,6 +17,8 @@ exec 3<>"$oi_k/control" || exit 126
 stty sane ixon iutf8 38400 rows "$4" cols "$5" 2>/dev/null ||
   stty sane ixon 38400 rows "$4" cols "$5" 2>/dev/null
 tty >"$oi_k/tty" 2>/dev/null
+# What the helper puts back before a block when the one before changed them (oi_modes).
+stty -g >"$oi_k/modes" 2>/dev/null
 echo "$$" >"$oi_k/pid.new" && mv "$oi_k/pid.new" "$oi_k/pid"
 . "$oi_dir/env"
 OI_TUI_KERNEL=$oi_token/$2

@@ -275,9 +275,12 @@ impl Kernel {
         };
         set_waiting(false);
         self.pass_idle_output(sink);
-        if self.dir().is_some() {
-            // (`ssh` keeps the local PTY raw for a remote kernel: not to be undone.)
-            self.process.control.restore_modes();
+        match &self.place {
+            Place::Local { .. } => self.process.control.restore_modes(),
+            // (The helper does it before it hands the block over: it takes commands in order.)
+            Place::Remote { link, name } => {
+                link.send(|seq| format!("oi_modes {seq} {name}\n"));
+            }
         }
         // oi-tui leaving (a signal, a fatal error) removes the kernel's directory: a block
         // not handed over by then, or whose hand-over failed for that, did not run.

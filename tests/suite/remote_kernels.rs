@@ -743,3 +743,31 @@ async fn typed_text_that_looks_like_an_ssh_escape_reaches_the_block() {
     assert!(after.notes.is_empty(), "{:?}", after.notes);
     rk.kernels.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_that_leaves_the_remote_terminal_raw_does_not_break_the_next() {
+    let server = SshServer::start();
+    let rk = remote(&server);
+    let k = &rk.kernels;
+    let (before, _) = run(k, Language::Shell, "stty -g").await;
+    ok(&before, "modes");
+    run(k, Language::Shell, "stty raw -echo -opost").await;
+    let (after, _) = run(k, Language::Shell, "stty -g").await;
+    ok(&after, "modes again");
+    assert_eq!(after.output.trim(), before.output.trim());
+    // Typed input is echoed and takes Enter again, and output lines start at the left.
+    let (handle, seen) = spawn_block(
+        k.clone(),
+        Block::new(Language::Shell, "read -r a; echo \"got [$a]\"; echo second"),
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    k.write_input(b"typed\r").expect("write");
+    let r = handle.await.expect("join");
+    ok(&r, "input after raw");
+    let shown = String::from_utf8_lossy(&seen.lock().unwrap()).to_string();
+    assert!(
+        shown.contains("typed\r\ngot [typed]\r\nsecond\r\n"),
+        "{shown:?}"
+    );
+    k.shutdown().await;
+}
