@@ -467,17 +467,21 @@ oi_resize() {
 
 # oi_modes SEQ KERNEL: puts back the kernel terminal's modes of its start (echo, line
 # editing, signals), when a block changed them (`stty -echo raw`, a crashed full-screen
-# program), as a local kernel's are put back before each block.
+# program), as a local kernel's are put back before each block. Sent as a block ends.
 oi_modes() {
   t= m=
   { read -r t <"$oi_dir/$2/tty" && read -r m <"$oi_dir/$2/modes"; } 2>/dev/null
-  case $t in
-    /dev/*)
-      if [ -n "$m" ] && now=$(stty -g <"$t" 2>/dev/null) && [ "$now" != "$m" ]; then
-        stty "$m" <"$t" 2>/dev/null
-      fi
-      ;;
-  esac
+  # Only while the kernel holds that terminal: once it is gone, its number may be another's.
+  if oi_kernel_pid "$2" && kill -0 "$oi_pid" 2>/dev/null &&
+    { [ ! -d "/proc/$oi_pid" ] || [ "/proc/$oi_pid/fd/0" -ef "$t" ]; }; then
+    case $t in
+      /dev/*)
+        if [ -n "$m" ] && now=$(stty -g <"$t" 2>/dev/null) && [ "$now" != "$m" ]; then
+          stty "$m" <"$t" 2>/dev/null
+        fi
+        ;;
+    esac
+  fi
   printf '.OK %s\n' "$1"
 }
 

@@ -275,12 +275,9 @@ impl Kernel {
         };
         set_waiting(false);
         self.pass_idle_output(sink);
-        match &self.place {
-            Place::Local { .. } => self.process.control.restore_modes(),
-            // (The helper does it before it hands the block over: it takes commands in order.)
-            Place::Remote { link, name } => {
-                link.send(|seq| format!("oi_modes {seq} {name}\n"));
-            }
+        // (A remote kernel's are put back as its block ends, below.)
+        if self.dir().is_some() {
+            self.process.control.restore_modes();
         }
         // oi-tui leaving (a signal, a fatal error) removes the kernel's directory: a block
         // not handed over by then, or whose hand-over failed for that, did not run.
@@ -400,6 +397,13 @@ impl Kernel {
             }
         };
         set_waiting(false);
+        // A remote kernel's terminal modes are put back by the helper, which takes commands
+        // in order: before the next block, and while nobody waits (as the model answers).
+        if let Place::Remote { link, name } = &self.place
+            && self.process.exited().is_none()
+        {
+            link.send(|seq| format!("oi_modes {seq} {name}\n"));
+        }
         scanner.flush(&mut |b| {
             sink(b);
             capture.feed(b);
