@@ -256,30 +256,8 @@ async fn ingest() {
         bare.push(bare_pty_cat(&file));
         // The workbench's path: output events into the app, the terminal pane drawn at most
         // every 16 ms, as the event loop does.
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
-        let k = kernels.clone();
         let cat = format!("cat '{}'", file.display());
-        let start = Instant::now();
-        let run = tokio::spawn(async move {
-            k.run(&Block::new(Language::Shell, cat), &mut |b| {
-                let _ = tx.send(b.to_vec());
-            })
-            .await
-        });
-        let mut app = App::new(Theme::load("dark", Depth::TrueColor).unwrap());
-        app.resize_terminal(40, 120);
-        let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
-        let mut last = Instant::now();
-        while let Some(data) = rx.recv().await {
-            app.update(Msg::Engine(Event::ExecOutput { block_id: 1, data }));
-            if last.elapsed() >= Duration::from_millis(16) {
-                draw(&app, &mut terminal);
-                last = Instant::now();
-            }
-        }
-        draw(&app, &mut terminal);
-        run.await.unwrap();
-        tui.push(start.elapsed());
+        tui.push(support::through_pane(kernels.clone(), Block::new(Language::Shell, cat)).await);
     }
     bare.sort();
     tui.sort();

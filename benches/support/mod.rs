@@ -1,5 +1,6 @@
 //! What the benchmarks share: the runtime, picking benchmarks by name from the command line,
-//! the 100 MB test file, the bare-PTY baseline, and formatting.
+//! the 100 MB test file, the bare-PTY baseline, a block's output through the terminal pane,
+//! and formatting.
 // Each benchmark uses some of these, not all.
 #![allow(dead_code)]
 
@@ -103,4 +104,52 @@ pub fn workbench_pty(cols: u16, rows: u16) -> portable_pty::PtyPair {
             pixel_height: 0,
         })
         .unwrap()
+}
+
+/// Runs `block` and feeds its output to the workbench's terminal pane as the event loop does
+/// (output events into the app, the screen drawn at most every 16 ms, at 200×60); how long
+/// until the block ended and its last output was drawn.
+pub async fn through_pane(
+    kernels: std::sync::Arc<oi_tui::exec::Kernels>,
+    block: oi_tui::exec::Block,
+) -> Duration {
+    use oi_tui::protocol::Event;
+    use oi_tui::tui::app::{App, Msg};
+    use oi_tui::tui::theme::{Depth, Theme};
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let start = Instant::now();
+    let run = tokio::spawn(async move {
+        kernels
+            .run(&block, &mut |b| {
+                let _ = tx.send(b.to_vec());
+            })
+            .await
+    });
+    let mut app = App::new(Theme::load("dark", Depth::TrueColor).unwrap());
+    app.resize_terminal(40, 120);
+    let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    let draw = |app: &App, terminal: &mut Terminal<TestBackend>| {
+        let areas = oi_tui::tui::view::layout(ratatui::layout::Rect::new(0, 0, 200, 60), app);
+        terminal
+            .draw(|f| oi_tui::tui::view::draw(f, app, &areas))
+            .unwrap();
+    };
+    let mut last = Instant::now();
+    while let Some(data) = rx.recv().await {
+        app.update(Msg::Engine(Event::ExecOutput { block_id: 1, data }));
+        if last.elapsed() >= Duration::from_millis(16) {
+            draw(&app, &mut terminal);
+            last = Instant::now();
+        }
+    }
+    draw(&app, &mut terminal);
+    let result = run.await.unwrap();
+    assert_eq!(
+        result.status,
+        oi_tui::exec::RunStatus::Success,
+        "{result:?}"
+    );
+    start.elapsed()
 }
