@@ -115,7 +115,8 @@ pub fn output(outcome: &CallOutcome) -> ExecuteOutput {
 
 fn ran(result: &RunResult, code: &str, edited: bool) -> ExecuteOutput {
     ExecuteOutput {
-        ran: true,
+        // (Unavailable: no kernel could take it, so it never started.)
+        ran: result.status != RunStatus::Unavailable,
         status: status_name(result.status).to_string(),
         output: result.output.clone(),
         exit_code: result.exit_code,
@@ -199,7 +200,10 @@ pub fn call_result(outcome: &CallOutcome) -> CallToolResult {
     if let CallOutcome::Ran { result: ran, .. } = outcome {
         result.content.extend(image_content(ran));
     }
-    result.is_error = Some(matches!(outcome, CallOutcome::NotRun { .. }));
+    result.is_error = Some(match outcome {
+        CallOutcome::NotRun { .. } => true,
+        CallOutcome::Ran { result, .. } => result.status == RunStatus::Unavailable,
+    });
     result
 }
 
@@ -225,6 +229,24 @@ mod tests {
             file: None,
             images: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_block_no_kernel_could_take_is_an_error_that_did_not_run() {
+        let mut r = result(RunStatus::Unavailable, "");
+        r.exit_code = None;
+        r.notes = vec!["lab did not answer within 15 s; nothing was started there.".into()];
+        let outcome = CallOutcome::Ran {
+            result: Box::new(r),
+            code: "hostname".into(),
+            edited: false,
+        };
+        let call = call_result(&outcome);
+        assert_eq!(call.is_error, Some(true));
+        let s = serde_json::to_value(output(&outcome)).unwrap();
+        assert_eq!(s["ran"], false);
+        assert_eq!(s["status"], "unavailable");
+        assert!(text(&outcome).contains("did not answer"), "{}", text(&outcome));
     }
 
     #[test]
