@@ -26,16 +26,16 @@ pub(crate) fn describe_failure(target: &SshTarget, stderr: &str) -> String {
             .find(|l| l.starts_with("ssh-keygen ") && l.contains(" -R "))
             .unwrap_or("ssh-keygen -R HOST");
         format!(
-            "The host key of {name} has changed since it was last seen, so oi-tui refused to connect: someone may be intercepting the connection, or the host was reinstalled; check the new key with its administrator, then remove the old one with `{remove}` and connect once with `ssh {}`.",
-            target.host
+            "The host key of {name} has changed since it was last seen, so oi-tui refused to connect: someone may be intercepting the connection, or the host was reinstalled; check the new key with its administrator, then remove the old one with `{remove}` and connect once with `{}`.",
+            ssh_line(target)
         )
     } else if has("Host key verification failed")
         || has("No ED25519 host key is known")
         || has("host key is not known")
     {
         format!(
-            "The host key of {name} is not known yet, and oi-tui does not accept a key unseen: connect once with `ssh {}`, check the key, and try again.",
-            target.host
+            "The host key of {name} is not known yet, and oi-tui does not accept a key unseen: connect once with `{}`, check the key, and try again.",
+            ssh_line(target)
         )
     } else if has("Permission denied") || has("Too many authentication failures") {
         format!(
@@ -66,6 +66,27 @@ pub(crate) fn describe_failure(target: &SshTarget, stderr: &str) -> String {
     } else {
         format!("Cannot connect to {name}: {last}.")
     }
+}
+
+/// The `ssh` command a person types to connect as oi-tui does: with the executor's own
+/// options (a `-F` file, a `UserKnownHostsFile`), or the key lands where oi-tui never looks.
+fn ssh_line(target: &SshTarget) -> String {
+    let shown = |word: &str| {
+        let plain = !word.is_empty()
+            && word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c));
+        if plain {
+            word.to_string()
+        } else {
+            format!("'{}'", word.replace('\'', "'\\''"))
+        }
+    };
+    std::iter::once("ssh".to_string())
+        .chain(target.ssh_options.iter().map(|o| shown(o)))
+        .chain(std::iter::once(shown(&target.host)))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]
@@ -111,5 +132,21 @@ mod tests {
             assert!(said.contains("box"), "{said}");
             assert_eq!(said.lines().count(), 1, "{said}");
         }
+    }
+
+    #[test]
+    fn the_command_to_check_a_key_has_the_executors_options() {
+        let mut t = SshTarget::from_host("lab2").unwrap();
+        t.ssh_options = vec![
+            "-F".into(),
+            "/srv/my ssh/cfg".into(),
+            "-o".into(),
+            "UserKnownHostsFile=/k/kh".into(),
+        ];
+        let said = describe_failure(&t, "Host key verification failed.\n");
+        assert!(
+            said.contains("connect once with `ssh -F '/srv/my ssh/cfg' -o UserKnownHostsFile=/k/kh lab2`"),
+            "{said}"
+        );
     }
 }
