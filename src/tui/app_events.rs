@@ -264,6 +264,13 @@ impl App {
                     for note in &result.notes {
                         self.chat.push(Entry::Error(note.clone()));
                     }
+                } else if result.state_lost {
+                    // Why the kernel's state is gone (killed after the grace period, the
+                    // connection to its host dropped, it exited) is the person's to know too,
+                    // not only the model's. (That it was interrupted, the block's line says.)
+                    for note in result.notes.iter().filter(|n| *n != "The block was interrupted.") {
+                        self.chat.push(Entry::Notice(note.clone()));
+                    }
                 }
                 // The model hears of it next, unless this was a `!cmd` between turns.
                 self.busy = if self.in_turn {

@@ -871,3 +871,23 @@ fn the_offer_to_leave_the_sandbox_keeps_the_blocks_place_in_the_reply() {
     let screen = screen(&mut app, 160, 48);
     assert!(screen.contains("block 2 of 3"), "{screen}");
 }
+
+#[test]
+fn why_a_kernels_state_was_lost_is_shown_to_the_person() {
+    let mut app = fresh();
+    running(&mut app);
+    let mut lost = result(RunStatus::Failed);
+    lost.exit_code = None;
+    lost.state_lost = true;
+    lost.notes = vec![
+        "The block was interrupted.".into(),
+        "The connection to lab was lost (ssh: Connection to 127.0.0.1 closed by remote host.) while this block ran: the block ended with it.".into(),
+    ];
+    app.update(Msg::Engine(Event::ExecFinished {
+        block_id: 1,
+        result: lost,
+    }));
+    let s = screen(&mut app, 200, 60);
+    assert!(s.contains("The connection to lab was lost"), "{s}");
+    assert!(!s.contains("The block was interrupted."), "{s}");
+}
