@@ -62,7 +62,7 @@ impl Engine {
         // A host is reached first: one that cannot be leaves the kernels where they are,
         // with their state.
         if executor.is_remote()
-            && let Err(e) = self.connect_interruptibly(&fresh).await
+            && let Err(Unreached { message: e, .. }) = self.connect_interruptibly(&fresh).await
         {
             fresh.shutdown().await;
             let now = if self.kernels.link().await.is_some() || !current.is_remote() {
@@ -131,7 +131,7 @@ impl Engine {
         let kernels = self.kernels.clone();
         let link = match self.connect_interruptibly(&kernels).await {
             Ok(link) => link,
-            Err(e) => {
+            Err(Unreached { message: e, .. }) => {
                 // The model must not take this machine for the one its code runs on.
                 let name = self.kernels.config().executor.name().to_string();
                 self.facts.os =
@@ -191,7 +191,10 @@ impl Engine {
     /// Connects `kernels` to their host, saying so while it lasts. Ctrl-C (an interrupt),
     /// or oi-tui leaving, ends the attempt at once; what else comes meanwhile is handled as
     /// during a turn.
-    async fn connect_interruptibly(&mut self, kernels: &Kernels) -> Result<Arc<Link>, String> {
+    pub(super) async fn connect_interruptibly(
+        &mut self,
+        kernels: &Kernels,
+    ) -> Result<Arc<Link>, Unreached> {
         if let Some(link) = kernels.link().await {
             return Ok(link);
         }
@@ -200,12 +203,18 @@ impl Engine {
             executor: executor.clone(),
             connecting: true,
         });
-        let cancelled = || format!("Connecting to {executor} was cancelled.");
+        let cancelled = || Unreached {
+            message: format!("Connecting to {executor} was cancelled."),
+            cancelled: true,
+        };
         let connect = kernels.connect();
         tokio::pin!(connect);
         let result = loop {
             tokio::select! {
-                result = &mut connect => break result.map(|(link, _)| link),
+                result = &mut connect => break result.map(|(link, _)| link).map_err(|message| Unreached {
+                    message,
+                    cancelled: false,
+                }),
                 op = self.ops.recv(), if !self.ops_closed => match op {
                     Some(Op::Interrupt) => break Err(cancelled()),
                     None => {
@@ -238,6 +247,12 @@ impl Engine {
         self.facts.agents_md = agents_md;
         self.sandbox = sandbox;
     }
+}
+
+/// A connection that was not made: why, and whether the person cancelled it.
+pub(super) struct Unreached {
+    pub message: String,
+    pub cancelled: bool,
 }
 
 /// `server` or `this machine`.

@@ -548,6 +548,22 @@ impl Engine {
             code: code.clone(),
             edited,
         });
+        // A host not connected (the connection dropped, or the first attempt failed) is
+        // reached first, and that is said: Ctrl-C cancels it, and then the block does not run.
+        if language.runs_in_kernel()
+            && self.kernels.config().executor.is_remote()
+            && self.kernels.link().await.is_none()
+        {
+            let kernels = self.kernels.clone();
+            if let Err(unreached) = self.connect_interruptibly(&kernels).await {
+                let result = RunResult::unavailable(block_id, language, unreached.message);
+                self.emit(Event::ExecFinished {
+                    block_id,
+                    result: result.clone(),
+                });
+                return (result, unreached.cancelled);
+            }
+        }
         let block = Block {
             language,
             code,

@@ -176,6 +176,9 @@ pub struct Kernels {
     scans: Mutex<super::workdir_scan::Scans>,
     /// The connection to the executor's host, once made.
     link: tokio::sync::Mutex<Option<Arc<super::remote::Link>>>,
+    /// A connection replaced one that had dropped, and no block has said so yet (the kernels
+    /// there went with it).
+    replaced: std::sync::atomic::AtomicBool,
 }
 
 impl Kernels {
@@ -194,6 +197,7 @@ impl Kernels {
             scan_cut_said: std::sync::atomic::AtomicBool::new(false),
             scans: Mutex::new(Default::default()),
             link: tokio::sync::Mutex::new(None),
+            replaced: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -249,6 +253,9 @@ impl Kernels {
         };
         let link = Arc::new(super::remote::Link::connect(target, &how).await?);
         *slot = Some(link.clone());
+        if dropped {
+            self.replaced.store(true, Ordering::Relaxed);
+        }
         Ok((link, dropped))
     }
 
@@ -320,8 +327,9 @@ impl Kernels {
                     self.config.executor.name()
                 )),
             };
-            match connected {
-                Ok((_, true)) => {
+            // (The engine may have connected first, to say so: what was replaced counts.)
+            match connected.map(|_| self.replaced.swap(false, Ordering::Relaxed)) {
+                Ok(true) => {
                     kernels.clear();
                     restarted_note = Some(format!(
                         "The connection to {} had dropped since the last block; oi-tui connected again, and this block ran in a fresh {} kernel, without the earlier state.",

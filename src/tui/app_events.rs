@@ -268,7 +268,11 @@ impl App {
                     // Why the kernel's state is gone (killed after the grace period, the
                     // connection to its host dropped, it exited) is the person's to know too,
                     // not only the model's. (That it was interrupted, the block's line says.)
-                    for note in result.notes.iter().filter(|n| *n != "The block was interrupted.") {
+                    for note in result
+                        .notes
+                        .iter()
+                        .filter(|n| *n != "The block was interrupted.")
+                    {
                         self.chat.push(Entry::Notice(note.clone()));
                     }
                 }

@@ -413,3 +413,66 @@ async fn a_remote_figure_comes_back_and_deletes_are_judged_against_the_remote_wo
 fn text_of(out: &std::process::Output) -> String {
     format!("{}\n{}", text(&out.stdout), text(&out.stderr))
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_connection_is_said_and_the_next_block_reconnects_saying_so() {
+    use tokio::io::AsyncBufReadExt;
+    let ssh = tokio::task::spawn_blocking(SshServer::start).await.unwrap();
+    let work = remote_workdir();
+    let server = ModelServer::start(vec![
+        Reply::tool("shell", "echo first; sleep 20"),
+        Reply::tool("shell", "echo second"),
+        Reply::text("Done."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), &ssh.config_path(), work.path());
+    let mut cmd = headless(dir.path(), &server);
+    cmd.args(["--task", "twice", "--json", "-y", "--on", "lab"])
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut events: Vec<serde_json::Value> = Vec::new();
+    let mut killed = false;
+    tokio::time::timeout(Duration::from_secs(90), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+            // The first block runs: its connection drops under it.
+            if !killed
+                && event["event"] == "exec_output"
+                && event["data"].to_string().contains("first")
+            {
+                killed = true;
+                ssh.kill_connections();
+            }
+            events.push(event);
+        }
+    })
+    .await
+    .expect("the run ends");
+    assert!(killed, "{events:?}");
+    let finished: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["event"] == "exec_finished")
+        .collect();
+    assert_eq!(finished.len(), 2, "{events:?}");
+    let first = finished[0]["result"].to_string();
+    assert!(first.contains("was lost"), "{first}");
+    // The second block connected again, and said so while it did.
+    let second_started = events
+        .iter()
+        .position(|e| e["event"] == "exec_started" && e["block_id"] == 2)
+        .expect("block 2 started");
+    let connecting = events
+        .iter()
+        .skip(second_started)
+        .position(|e| e["event"] == "connecting" && e["connecting"] == true);
+    assert!(connecting.is_some(), "{events:?}");
+    let second = finished[1]["result"].to_string();
+    assert!(second.contains("second"), "{second}");
+    assert!(
+        second.contains("had dropped since the last block"),
+        "{second}"
+    );
+    let _ = child.wait().await;
+}

@@ -145,7 +145,9 @@ mod tests {
         ];
         let said = describe_failure(&t, "Host key verification failed.\n");
         assert!(
-            said.contains("connect once with `ssh -F '/srv/my ssh/cfg' -o UserKnownHostsFile=/k/kh lab2`"),
+            said.contains(
+                "connect once with `ssh -F '/srv/my ssh/cfg' -o UserKnownHostsFile=/k/kh lab2`"
+            ),
             "{said}"
         );
     }

@@ -246,7 +246,11 @@ mod tests {
         let s = serde_json::to_value(output(&outcome)).unwrap();
         assert_eq!(s["ran"], false);
         assert_eq!(s["status"], "unavailable");
-        assert!(text(&outcome).contains("did not answer"), "{}", text(&outcome));
+        assert!(
+            text(&outcome).contains("did not answer"),
+            "{}",
+            text(&outcome)
+        );
     }
 
     #[test]
