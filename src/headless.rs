@@ -58,8 +58,16 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
         mut events,
         task: engine_task,
     } = session.handle;
-    watch_interrupts(ops.clone());
-    let _ = ops.send(Op::UserMessage { text: task });
+    let interrupted = watch_interrupts(ops.clone());
+    // On a host, the task waits until the connection is made: a run that cannot reach the
+    // host it was told to use fails at once, instead of asking the model for code that
+    // cannot run.
+    let mut task = Some(task);
+    if !settings.executor.is_remote()
+        && let Some(text) = task.take()
+    {
+        let _ = ops.send(Op::UserMessage { text });
+    }
 
     let mut keys = terminal.then(KeyPump::start);
     let mut out = Transcript::new(json);
@@ -134,6 +142,24 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
                 term::line_mode();
                 running = false;
             }
+            Event::ExecutorChanged { executor, cwd, .. } if task.is_some() => {
+                if cwd.is_some() {
+                    if let Some(text) = task.take() {
+                        let _ = ops.send(Op::UserMessage { text });
+                    }
+                } else {
+                    task = None;
+                    let cancelled = interrupted.load(std::sync::atomic::Ordering::Relaxed);
+                    if !cancelled {
+                        eprintln!(
+                            "oi-tui: error: the task did not start: {} cannot be reached",
+                            visible(&executor)
+                        );
+                    }
+                    status = if cancelled { 130 } else { 1 };
+                    let _ = ops.send(Op::Shutdown);
+                }
+            }
             // Provider, config and internal errors alike: status 1.
             Event::Error { .. } => status = 1,
             Event::TurnFinished { end } => {
@@ -170,11 +196,17 @@ async fn next_key(keys: &mut Option<KeyPump>) -> Option<Vec<u8>> {
     }
 }
 
-/// Ctrl-C: the first stops the running block and then the turn; a second exits.
-fn watch_interrupts(ops: mpsc::UnboundedSender<Op>) {
+/// Ctrl-C: the first stops the running block and then the turn (or the connection being
+/// made); a second exits. True once the first came.
+fn watch_interrupts(
+    ops: mpsc::UnboundedSender<Op>,
+) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let said = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = said.clone();
     let mut count = 0;
     shutdown::on_interrupt(move || {
         count += 1;
+        seen.store(true, std::sync::atomic::Ordering::Relaxed);
         if count == 1 {
             eprintln!("\noi-tui: interrupting; press Ctrl-C again to quit at once");
             let _ = ops.send(Op::Interrupt);
@@ -182,6 +214,7 @@ fn watch_interrupts(ops: mpsc::UnboundedSender<Op>) {
             shutdown::exit(130);
         }
     });
+    said
 }
 
 /// Asks on the terminal whether to run a block the sandbox stopped again outside it, once.

@@ -17,7 +17,7 @@ impl Engine {
         if !self.kernels.config().executor.is_remote() {
             return;
         }
-        let note = self.connect_and_describe().await;
+        let (note, _) = self.connect_and_describe().await;
         self.emit(Event::ExecutorChanged {
             executor: self.kernels.config().executor.name().to_string(),
             note,
@@ -89,7 +89,7 @@ impl Engine {
         }
         if executor.is_remote() {
             note.push(' ');
-            note.push_str(&self.connect_and_describe().await);
+            note.push_str(&self.connect_and_describe().await.0);
         } else {
             self.local_facts();
         }
@@ -122,22 +122,41 @@ impl Engine {
         });
         let old = std::mem::replace(&mut self.kernels, Arc::new(fresh));
         old.shutdown().await;
-        self.connect_and_describe().await
+        self.connect_and_describe().await.0
     }
 
-    /// Connects to the remote executor; the sentence that says how it went. The facts the
-    /// model is told (system, working directory, languages, sandbox) become the host's.
-    async fn connect_and_describe(&mut self) -> String {
+    /// Before a block, when the host is not connected (the connection dropped, or the first
+    /// attempt failed): connects, saying so, and says where blocks run again. Err: the block
+    /// cannot run (its result says why).
+    pub(super) async fn reconnect_before_block(&mut self) -> Result<(), Unreached> {
+        let (note, failed) = self.connect_and_describe().await;
+        if let Some(unreached) = failed {
+            return Err(unreached);
+        }
+        self.emit(Event::ExecutorChanged {
+            executor: self.kernels.config().executor.name().to_string(),
+            note,
+            cwd: self.workdir().await,
+            sandbox: Some(self.sandbox.status()),
+        });
+        Ok(())
+    }
+
+    /// Connects to the remote executor; the sentence that says how it went, and why it
+    /// failed. The facts the model is told (system, working directory, languages, sandbox)
+    /// become the host's.
+    async fn connect_and_describe(&mut self) -> (String, Option<Unreached>) {
         let kernels = self.kernels.clone();
         let link = match self.connect_interruptibly(&kernels).await {
             Ok(link) => link,
-            Err(Unreached { message: e, .. }) => {
+            Err(unreached) => {
                 // The model must not take this machine for the one its code runs on.
                 let name = self.kernels.config().executor.name().to_string();
                 self.facts.os =
                     format!("the host {name}, over SSH (not reached yet: what it runs is unknown)");
                 self.facts.cwd = "its working directory".to_string();
-                return format!("{e} Blocks will try to connect again.");
+                let note = format!("{} Blocks will try to connect again.", unreached.message);
+                return (note, Some(unreached));
             }
         };
         let info = &link.info;
@@ -185,7 +204,7 @@ impl Engine {
             _ => note.push_str(" The sandbox is off."),
         }
         self.sandbox = sandbox;
-        note
+        (note, None)
     }
 
     /// Connects `kernels` to their host, saying so while it lasts. Ctrl-C (an interrupt),

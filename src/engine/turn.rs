@@ -554,8 +554,7 @@ impl Engine {
             && self.kernels.config().executor.is_remote()
             && self.kernels.link().await.is_none()
         {
-            let kernels = self.kernels.clone();
-            if let Err(unreached) = self.connect_interruptibly(&kernels).await {
+            if let Err(unreached) = self.reconnect_before_block().await {
                 let result = RunResult::unavailable(block_id, language, unreached.message);
                 self.emit(Event::ExecFinished {
                     block_id,

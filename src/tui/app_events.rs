@@ -51,8 +51,11 @@ impl App {
                 if let Some(sandbox) = sandbox {
                     self.sandbox = Some(sandbox);
                 }
-                if let Some(cwd) = cwd {
-                    self.cwd = cwd;
+                match cwd {
+                    Some(cwd) => self.cwd = cwd,
+                    // (Not this machine's directory: the kernels are to run there.)
+                    None if self.executor != "local" => self.cwd = "not connected".to_string(),
+                    None => {}
                 }
                 self.chat.push(Entry::Notice(note));
             }
