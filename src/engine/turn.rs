@@ -553,15 +553,14 @@ impl Engine {
         if language.runs_in_kernel()
             && self.kernels.config().executor.is_remote()
             && self.kernels.link().await.is_none()
+            && let Err(unreached) = self.reconnect_before_block().await
         {
-            if let Err(unreached) = self.reconnect_before_block().await {
-                let result = RunResult::unavailable(block_id, language, unreached.message);
-                self.emit(Event::ExecFinished {
-                    block_id,
-                    result: result.clone(),
-                });
-                return (result, unreached.cancelled);
-            }
+            let result = RunResult::unavailable(block_id, language, unreached.message);
+            self.emit(Event::ExecFinished {
+                block_id,
+                result: result.clone(),
+            });
+            return (result, unreached.cancelled);
         }
         let block = Block {
             language,
