@@ -302,6 +302,7 @@ async fn mcp_runs_a_callers_code_on_the_host() {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "remote-test", "version": "1"}}}),
         serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
         serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "execute", "arguments": {"language": "python",
             "code": "import os\nprint('there', os.getcwd())"}}}),
@@ -313,12 +314,15 @@ async fn mcp_runs_a_callers_code_on_the_host() {
             .unwrap();
     }
     stdin.flush().await.unwrap();
-    let mut instructions = String::new();
+    let (mut instructions, mut listed) = (String::new(), String::new());
     let answer = tokio::time::timeout(Duration::from_secs(60), async {
         while let Some(line) = lines.next_line().await.unwrap() {
             let value: serde_json::Value = serde_json::from_str(&line).unwrap();
             if value["id"] == 1 {
                 instructions = value["result"]["instructions"].to_string();
+            }
+            if value["id"] == 3 {
+                listed = value["result"]["tools"].to_string();
             }
             if value["id"] == 2 {
                 return value;
@@ -330,6 +334,9 @@ async fn mcp_runs_a_callers_code_on_the_host() {
     .expect("an answer within a minute");
     // The client agent is told where its code runs.
     assert!(instructions.contains("on the host lab"), "{instructions}");
+    // So do the tools' own descriptions.
+    assert!(listed.contains("Run code on the host lab, over SSH"), "{listed}");
+    assert!(!listed.contains("on this machine"), "{listed}");
     let shown = answer.to_string();
     assert!(
         shown.contains(&format!("there {}", work.path().display())),

@@ -38,9 +38,14 @@ struct LanguageArg {
 #[schemars(crate = "rmcp::schemars")]
 struct NoArgs {}
 
-/// The tools this server offers.
-pub fn tools() -> Vec<Tool> {
-    let execute = crate::engine::execute_tool(crate::engine::Audience::Caller);
+/// The tools this server offers; their descriptions name `host` when the kernels run there.
+pub fn tools(host: Option<&str>) -> Vec<Tool> {
+    let there = |text: &str| match host {
+        Some(host) => text.replace("on this machine", &format!("on the host {host}, over SSH")),
+        None => text.to_string(),
+    };
+    let mut execute = crate::engine::execute_tool(crate::engine::Audience::Caller);
+    execute.description = there(&execute.description);
     let schema = match execute.parameters {
         serde_json::Value::Object(map) => map,
         _ => JsonObject::new(),
@@ -50,7 +55,7 @@ pub fn tools() -> Vec<Tool> {
             .with_output_schema::<ExecuteOutput>(),
         Tool::new(
             "languages",
-            LANGUAGES_DESCRIPTION,
+            there(LANGUAGES_DESCRIPTION),
             Arc::new(JsonObject::new()),
         )
         .with_input_schema::<NoArgs>()
@@ -351,11 +356,13 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        Ok(ListToolsResult::with_all_items(tools(self.host.as_deref())))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools().into_iter().find(|t| t.name == name)
+        tools(self.host.as_deref())
+            .into_iter()
+            .find(|t| t.name == name)
     }
 
     async fn call_tool(
