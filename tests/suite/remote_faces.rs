@@ -303,6 +303,8 @@ async fn mcp_runs_a_callers_code_on_the_host() {
             "clientInfo": {"name": "remote-test", "version": "1"}}}),
         serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "languages", "arguments": {}}}),
         serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "execute", "arguments": {"language": "python",
             "code": "import os\nprint('there', os.getcwd())"}}}),
@@ -315,6 +317,7 @@ async fn mcp_runs_a_callers_code_on_the_host() {
     }
     stdin.flush().await.unwrap();
     let (mut instructions, mut listed) = (String::new(), String::new());
+    let mut there = serde_json::Value::Null;
     let answer = tokio::time::timeout(Duration::from_secs(60), async {
         while let Some(line) = lines.next_line().await.unwrap() {
             let value: serde_json::Value = serde_json::from_str(&line).unwrap();
@@ -323,6 +326,9 @@ async fn mcp_runs_a_callers_code_on_the_host() {
             }
             if value["id"] == 3 {
                 listed = value["result"]["tools"].to_string();
+            }
+            if value["id"] == 4 {
+                there = value["result"]["structuredContent"]["languages"].clone();
             }
             if value["id"] == 2 {
                 return value;
@@ -335,8 +341,27 @@ async fn mcp_runs_a_callers_code_on_the_host() {
     // The client agent is told where its code runs.
     assert!(instructions.contains("on the host lab"), "{instructions}");
     // So do the tools' own descriptions.
-    assert!(listed.contains("Run code on the host lab, over SSH"), "{listed}");
+    assert!(
+        listed.contains("Run code on the host lab, over SSH"),
+        "{listed}"
+    );
     assert!(!listed.contains("on this machine"), "{listed}");
+    // `languages` answers for the host: what a kernel there would run, or why it cannot.
+    let languages = there.as_array().unwrap_or_else(|| panic!("{there}"));
+    let python = languages.iter().find(|l| l["name"] == "python").unwrap();
+    assert_eq!(python["available"], true, "{python}");
+    assert!(
+        python["path"].as_str().unwrap_or("").contains("python"),
+        "{python}"
+    );
+    let missing: Vec<&serde_json::Value> = languages
+        .iter()
+        .filter(|l| l["available"] == false)
+        .collect();
+    for l in missing {
+        let note = l["note"].as_str().unwrap_or("");
+        assert!(note.contains("on lab"), "{l}");
+    }
     let shown = answer.to_string();
     assert!(
         shown.contains(&format!("there {}", work.path().display())),

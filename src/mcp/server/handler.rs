@@ -81,7 +81,7 @@ pub struct Handler {
     /// client's kernels between requests).
     newest: &'static ProtocolVersion,
     /// The host the kernels run on, when not this machine (`oi-tui mcp --on HOST`).
-    host: Option<String>,
+    remote: Option<crate::exec::remote::SshTarget>,
 }
 
 impl Handler {
@@ -97,13 +97,14 @@ impl Handler {
             backend: Arc::new(tokio::sync::OnceCell::new()),
             tasks,
             newest,
-            host: None,
+            remote: None,
         }
     }
 
-    /// Kernels on `host` (said in the instructions the client reads).
-    pub fn on(mut self, host: Option<String>) -> Self {
-        self.host = host;
+    /// Kernels on `remote` (said in the instructions and tools the client reads, and asked
+    /// for the languages there).
+    pub fn on(mut self, remote: Option<crate::exec::remote::SshTarget>) -> Self {
+        self.remote = remote;
         self
     }
 
@@ -219,8 +220,26 @@ impl Handler {
         }
     }
 
+    /// The name of the host the kernels run on, if not this machine.
+    fn host(&self) -> Option<&str> {
+        self.remote.as_ref().map(|t| t.name.as_str())
+    }
+
     async fn languages(&self) -> CallToolResult {
-        let found = languages::languages().await;
+        let found = match &self.remote {
+            None => languages::languages().await,
+            Some(target) => match languages::on_host(target).await {
+                Ok(found) => found,
+                Err(e) => {
+                    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
+                        "The languages on {} cannot be listed: {e}",
+                        target.name
+                    ))]);
+                    result.is_error = Some(true);
+                    return result;
+                }
+            },
+        };
         let structured = serde_json::to_value(languages::LanguagesOutput {
             languages: found.to_vec(),
         })
@@ -337,7 +356,7 @@ impl ServerHandler for Handler {
                 .build(),
         )
         .with_server_info(Implementation::new("oi-tui", env!("CARGO_PKG_VERSION")))
-        .with_instructions(match &self.host {
+        .with_instructions(match self.host() {
             Some(host) => INSTRUCTIONS.replacen(
                 "on the user's machine",
                 &format!("on the host {host}, over SSH (not on the user's own machine)"),
@@ -356,13 +375,11 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools(self.host.as_deref())))
+        Ok(ListToolsResult::with_all_items(tools(self.host())))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools(self.host.as_deref())
-            .into_iter()
-            .find(|t| t.name == name)
+        tools(self.host()).into_iter().find(|t| t.name == name)
     }
 
     async fn call_tool(

@@ -144,7 +144,7 @@ pub async fn serve(
     token: String,
     factory: BackendFactory,
     stop: CancellationToken,
-    host: Option<String>,
+    host: Option<crate::exec::remote::SshTarget>,
 ) -> std::io::Result<()> {
     let local = listener.local_addr()?;
     let loopback = local.ip().is_loopback();

@@ -7,6 +7,8 @@ use rmcp::schemars::JsonSchema;
 use serde::Serialize;
 use tokio::sync::OnceCell;
 
+use crate::exec::remote::SshTarget;
+use crate::exec::{Executor, KernelConfig, Kernels};
 use crate::protocol::Language;
 
 /// One language as `languages` reports it.
@@ -39,6 +41,56 @@ static KNOWN: OnceCell<Vec<LanguageInfo>> = OnceCell::const_new();
 /// The languages, found once per process.
 pub async fn languages() -> &'static [LanguageInfo] {
     KNOWN.get_or_init(find).await
+}
+
+static THERE: OnceCell<Vec<LanguageInfo>> = OnceCell::const_new();
+
+/// The languages on the host the kernels run on, found once per process over a connection
+/// of its own (closed again): what its interpreters are, by the same search a kernel makes
+/// there. Err: the host cannot be reached (not kept: asked again next time).
+pub async fn on_host(target: &SshTarget) -> Result<&'static [LanguageInfo], String> {
+    THERE
+        .get_or_try_init(|| async {
+            let kernels = Kernels::new(KernelConfig {
+                executor: Executor::Ssh(target.clone()),
+                ..KernelConfig::default()
+            });
+            let connected = kernels.connect().await;
+            let found = connected.map(|(link, _)| {
+                Language::ALL
+                    .into_iter()
+                    .map(|lang| there(&link, lang))
+                    .collect::<Vec<_>>()
+            });
+            kernels.shutdown().await;
+            found
+        })
+        .await
+        .map(Vec::as_slice)
+}
+
+fn there(link: &crate::exec::remote::Link, lang: Language) -> LanguageInfo {
+    let aliases = lang.aliases().iter().map(|a| a.to_string()).collect();
+    if !lang.runs_in_kernel() {
+        return LanguageInfo {
+            name: lang.name().to_string(),
+            aliases,
+            available: true,
+            path: None,
+            version: None,
+            note: Some("written to a file here, not run".to_string()),
+        };
+    }
+    let found = crate::exec::remote::run_line(link, lang, &[]);
+    LanguageInfo {
+        name: lang.name().to_string(),
+        aliases,
+        available: found.is_ok(),
+        path: found.as_ref().ok().map(|(program, _)| program.clone()),
+        version: None,
+        // (Its error is a sentence naming the host, as a kernel that cannot start says.)
+        note: found.err(),
+    }
 }
 
 async fn find() -> Vec<LanguageInfo> {

@@ -72,15 +72,15 @@ async fn stop(handler: &Handler) {
 }
 
 /// The host the kernels run on, when not here.
-fn remote_host(settings: &Settings) -> Option<String> {
-    settings
-        .executor
-        .is_remote()
-        .then(|| settings.executor.name().to_string())
+fn remote_host(settings: &Settings) -> Option<crate::exec::remote::SshTarget> {
+    match &settings.executor {
+        crate::exec::Executor::Ssh(target) => Some(target.clone()),
+        crate::exec::Executor::Local => None,
+    }
 }
 
 fn notice_sandbox(settings: &Settings) {
-    if let Some(host) = remote_host(settings) {
+    if let Some(host) = remote_host(settings).map(|t| t.name) {
         // The host's sandbox is said when its first session connects.
         eprintln!(
             "oi-tui: MCP server; approval {}, kernels on {host} (over SSH)",
