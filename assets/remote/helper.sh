@@ -135,6 +135,7 @@ printf '.HELLO workdir=%s\n' "$oi_workdir"
 printf '.HELLO host=%s\n' "$(hostname 2>/dev/null || uname -n)"
 printf '.HELLO os=%s\n' "$(uname -s) $(uname -m)"
 printf '.HELLO shell=%s\n' "${SHELL-}"
+printf '.HELLO user=%s\n' "$(id -un 2>/dev/null)"
 command -v bwrap >/dev/null 2>&1 && printf '.HELLO bwrap=%s\n' "$(command -v bwrap)"
 for p in python3 python bash zsh node nodejs Rscript ruby perl jshell pwsh; do
   w=$(command -v "$p" 2>/dev/null) && case $w in /*) printf '.HAVE %s %s\n' "$p" "$w" ;; esac

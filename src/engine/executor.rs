@@ -171,7 +171,16 @@ impl Engine {
         );
         // What a block deletes is judged against the working directory there.
         self.policy.set_root(&info.workdir);
-        self.facts.os = format!("{} (the host {}, over SSH)", info.os, info.hostname);
+        // The name the person uses for it, and its own when that differs.
+        let host = if info.hostname.is_empty() || info.hostname == link.target.name {
+            link.target.name.clone()
+        } else {
+            format!("{}, whose own name is {}", link.target.name, info.hostname)
+        };
+        self.facts.os = format!("{} (the host {host}, over SSH)", info.os);
+        if !info.user.is_empty() {
+            self.facts.user = info.user.clone();
+        }
         self.facts.cwd = info.workdir.clone();
         self.facts.shell = info.shell.clone();
         self.facts.languages = languages.clone();

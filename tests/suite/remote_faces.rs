@@ -232,6 +232,10 @@ async fn headless_runs_on_the_host_keeps_the_key_here_and_leaves_nothing_there()
     );
     assert!(output.contains("key None None"), "{output}");
     assert!(!stdout.contains("sk-never-leaves"), "{stdout}");
+    // The model is told the host by the name the person gave it, and who it logs in as.
+    let asked = server.chats()[0].all_text();
+    assert!(asked.contains("(the host lab"), "{asked}");
+    assert!(asked.contains(&format!("User: {}", ssh.user())), "{asked}");
     let session = output
         .lines()
         .find_map(|l| l.strip_prefix("session "))

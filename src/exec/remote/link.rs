@@ -35,6 +35,8 @@ pub struct RemoteInfo {
     pub os: String,
     /// The login shell there.
     pub shell: String,
+    /// The user oi-tui logs in as there.
+    pub user: String,
     /// Where bubblewrap is there, if it is.
     pub bwrap: Option<String>,
     /// Programs found on its PATH: (name, path).
@@ -449,6 +451,7 @@ fn parse_hello(reply: &Reply) -> RemoteInfo {
             "host" => info.hostname = value,
             "os" => info.os = value,
             "shell" => info.shell = value,
+            "user" => info.user = value,
             "bwrap" => info.bwrap = Some(value),
             _ => {}
         }
