@@ -126,9 +126,23 @@ impl Engine {
                 return self.answer(call, Some(block_id), why, reason);
             }
         };
-        let (result, _) = self
+        let (mut result, _) = self
             .execute(block_id, language, code.clone(), edited, timeout)
             .await;
+        // A caller's kernels the person moved with /on since its last block: its state went
+        // with them, and nothing else would tell it.
+        if let Some(seen) = self.callers_moves.insert(caller.to_string(), self.moves)
+            && seen != self.moves
+        {
+            result.state_lost = true;
+            result.notes.insert(
+                0,
+                format!(
+                    "Since this caller's last block, the user moved the kernels: they run on {} now, and what earlier blocks set (variables, imports, the working directory) is gone.",
+                    super::executor::place(&self.config.kernels.executor)
+                ),
+            );
+        }
         self.call = None;
         self.call_cancelled = false;
         // The replay of a saved session (`oi-tui replay`) takes this road too.

@@ -78,6 +78,7 @@ impl Engine {
         let old = std::mem::replace(&mut self.kernels, fresh);
         old.shutdown().await;
         self.config.kernels.executor = executor.clone();
+        self.moves += 1;
         let mut note = format!("Kernels now run on {}.", place(&executor));
         if !live.is_empty() {
             let names: Vec<&str> = live.iter().map(|l| l.name()).collect();
@@ -284,7 +285,7 @@ pub(super) struct Unreached {
 }
 
 /// `server` or `this machine`.
-fn place(executor: &Executor) -> String {
+pub(super) fn place(executor: &Executor) -> String {
     match executor {
         Executor::Local => "this machine".to_string(),
         Executor::Ssh(target) => target.name.clone(),

@@ -184,6 +184,8 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
         context: Vec::new(),
         call: None,
         call_cancelled: false,
+        moves: 0,
+        callers_moves: std::collections::HashMap::new(),
         agents_md_notice: agents.notice,
         host_ready: false,
         vision: vision::Vision::new(vision_mode),
@@ -224,6 +226,10 @@ struct Engine {
     call: Option<crate::protocol::CallId>,
     /// Its caller cancelled it (`Op::CancelCall`).
     call_cancelled: bool,
+    /// How many times `/on` moved the kernels; and what it was at each caller's last block,
+    /// so that a caller whose kernels moved since is told so.
+    moves: u64,
+    callers_moves: std::collections::HashMap<String, u64>,
     /// What to say at the start about the project's `AGENTS.md`.
     agents_md_notice: Option<String>,
     /// The tool host's servers have been waited for (before the first request).

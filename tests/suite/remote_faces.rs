@@ -183,6 +183,25 @@ async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
     let screen = tmux.capture();
     let status = screen.lines().last().unwrap_or_default();
     assert!(!status.contains("on lab"), "{status}");
+
+    // The agent's next block is told that its kernels moved, and its state with them.
+    let out = dir.path().join("agent2.json");
+    let agent = agent_call(&url, TOKEN, "print('after the move')", &out);
+    tmux.wait_for("after the move").await;
+    tmux.send(&["y"]);
+    let done = tokio::time::timeout(Duration::from_secs(60), agent.wait_with_output())
+        .await
+        .expect("the agent's call ends")
+        .expect("the agent ran");
+    assert!(done.status.success(), "{done:?}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(result["structured"]["state_lost"], true, "{result}");
+    let notes = result["structured"]["notes"].to_string();
+    assert!(
+        notes.contains("the user moved the kernels: they run on this machine now"),
+        "{result}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
