@@ -373,10 +373,20 @@ impl Kernels {
         if let Some(note) = restarted_note {
             result.notes.insert(0, note);
         }
-        if kernel.link().is_some() {
-            self.gather_remote_images(kernel, &mut result).await;
-        } else {
-            self.gather_images(kernel, &mut result);
+        match kernel.link().map(|l| l.is_lost()) {
+            // The connection dropped (the result says so): nothing to fetch, and the kernel
+            // there is gone, so its `ssh` here is let go now, not at the next block.
+            Some(true) => {
+                if let Some(gone) = kernels.remove(&block.language)
+                    && let Some(link) = gone.link().cloned()
+                {
+                    drop(gone);
+                    link.let_go().await;
+                }
+                return result;
+            }
+            Some(false) => self.gather_remote_images(kernel, &mut result).await,
+            None => self.gather_images(kernel, &mut result),
         }
         // A block that closed the interpreter's own standard streams (and a driver that
         // could not reopen them) leaves a kernel no later block could print from.

@@ -67,6 +67,24 @@ pub(super) fn remote_with(
     }
 }
 
+/// This process's children named `comm` that have ended and not been reaped.
+fn zombie_children(comm: &str) -> Vec<i32> {
+    let me = std::process::id().to_string();
+    super::ssh_server::proc_entries()
+        .into_iter()
+        .filter(|(_, dir)| {
+            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+            let Some((name, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(") "))
+            else {
+                return false;
+            };
+            let mut fields = rest.split_whitespace();
+            name == comm && fields.next() == Some("Z") && fields.next() == Some(me.as_str())
+        })
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
 /// Waits (at most `limit`) until no process carries `needle`; returns what still does.
 pub(super) async fn settled(needle: &str, limit: Duration) -> Vec<(i32, String)> {
     let deadline = Instant::now() + limit;
@@ -404,6 +422,14 @@ async fn a_dropped_connection_ends_the_block_and_the_next_reconnects() {
             .any(|n| n.contains("connection to") && n.contains("was lost") && n.contains(ALIAS)),
         "{:?}",
         r.notes
+    );
+    // That is all it says (no images were looked for over a connection that is gone), and
+    // the kernel's `ssh` here is let go at once, not left a zombie until the next block.
+    assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+    assert!(
+        zombie_children("ssh").is_empty(),
+        "{:?}",
+        zombie_children("ssh")
     );
     let left = settled(&rk.tag(), Duration::from_secs(5)).await;
     assert!(left.is_empty(), "left running there: {left:?}");

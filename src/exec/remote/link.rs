@@ -228,6 +228,15 @@ impl Link {
             .unwrap_or(false)
     }
 
+    /// Once the connection is lost: waits a moment (a second at most) for the master to
+    /// end, so that it is reaped now rather than left a zombie until the link is dropped.
+    pub async fn let_go(&self) {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while self.master_alive() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Whether the connection is gone (the master ended, or the helper's output did).
     pub fn is_lost(&self) -> bool {
         self.helper.is_closed() || !self.master_alive()
