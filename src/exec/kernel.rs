@@ -485,6 +485,17 @@ impl Kernel {
                     how = describe_exit(info.code, info.signal),
                 ));
             }
+            End::Killed(_) if self.link().is_some_and(|l| l.is_stalled()) => {
+                let loss = match self.link() {
+                    Some(l) => l.loss().await,
+                    None => String::new(),
+                };
+                result.state_lost = true;
+                result.notes.push(format!(
+                    "{loss}: the block could not be stopped there, so it was abandoned here, with the {lang} kernel's state. What it started there ends with the connection; the next block connects again and starts a fresh kernel.",
+                    lang = self.language,
+                ));
+            }
             End::Killed(info) => {
                 result.signal = info.signal.map(signal_name);
                 result.state_lost = true;

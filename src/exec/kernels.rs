@@ -379,6 +379,7 @@ impl Kernels {
             Some(true) => {
                 if let Some(gone) = kernels.remove(&block.language)
                     && let Some(link) = gone.link().cloned()
+                    && !link.is_stalled()
                 {
                     drop(gone);
                     link.let_go().await;

@@ -797,3 +797,57 @@ async fn a_block_that_leaves_the_remote_terminal_raw_does_not_break_the_next() {
     );
     k.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_connection_is_let_go_of_and_the_next_block_connects_again() {
+    let server = SshServer::start();
+    let rk = remote(&server);
+    let k = &rk.kernels;
+    ok(&run(k, Language::Python, "before = 1").await.0, "set");
+    let (handle, seen) = spawn_block(
+        k.clone(),
+        Block::new(
+            Language::Python,
+            "import time\nprint('long', flush=True)\ntime.sleep(60)",
+        ),
+    );
+    wait_for_output(&seen, "long", Duration::from_secs(10)).await;
+    // Nothing passes any more, and nothing ends: a hung network.
+    server.stall_connections();
+    let stalled = Instant::now();
+    assert!(k.interrupt());
+    let r = tokio::time::timeout(Duration::from_secs(15), handle)
+        .await
+        .expect("Ctrl-C ends the block though the host does not answer")
+        .expect("join");
+    assert!(
+        stalled.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        stalled.elapsed()
+    );
+    assert!(r.state_lost, "{r:#?}");
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("stopped answering") && n.contains(ALIAS)),
+        "{:?}",
+        r.notes
+    );
+    assert!(
+        !r.notes.iter().any(|n| n.contains("SIGINT")),
+        "it is not that the block ignored SIGINT: {:?}",
+        r.notes
+    );
+    // The next block does not wait on the stalled link: it connects again.
+    let started = Instant::now();
+    let (r, _) = run(k, Language::Python, "print('again', 'before' in globals())").await;
+    ok(&r, "after the stall");
+    assert_eq!(r.output.trim(), "again False");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    server.signal_connections(libc::SIGCONT);
+    k.shutdown().await;
+}

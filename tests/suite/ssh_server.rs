@@ -201,6 +201,17 @@ impl SshServer {
     /// sshd processes under them), as a dropped connection would end them; the listener
     /// goes on accepting. What the sessions started is left alone.
     pub fn kill_connections(&self) {
+        self.signal_connections(libc::SIGKILL);
+    }
+
+    /// Stops the per-connection sshd processes (SIGSTOP), as a link that stalls (a hung
+    /// network) leaves them: nothing passes, nothing ends. `signal_connections(SIGCONT)`
+    /// lets them go on.
+    pub fn stall_connections(&self) {
+        self.signal_connections(libc::SIGSTOP);
+    }
+
+    pub fn signal_connections(&self, signal: i32) {
         let Some(listener) = self.sshd.as_ref().map(|child| child.id() as i32) else {
             return;
         };
@@ -222,7 +233,7 @@ impl SshServer {
         }
         for pid in doomed {
             // SAFETY: kill(2) with a pid read from /proc; no memory is involved.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            unsafe { libc::kill(pid, signal) };
         }
     }
 

@@ -145,11 +145,14 @@ impl Kernel {
         if let Place::Remote { link, name } = &self.place
             && !link.is_lost()
         {
-            let _ = tokio::time::timeout(
+            let answered = tokio::time::timeout(
                 REAP_WAIT,
                 link.call(|seq| format!("oi_kill {seq} {name}\n")),
             )
             .await;
+            if answered.is_err() {
+                link.mark_stalled();
+            }
         }
         self.process.control.kill()
     }

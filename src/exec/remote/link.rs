@@ -62,6 +62,9 @@ pub struct Link {
     /// The helper answered and has its files: a link dropped before (an attempt that
     /// failed or was cancelled) has nothing there to wait for.
     connected: bool,
+    /// The host stopped answering (a kill was not acknowledged in time): the link counts as
+    /// lost, so that the next block connects again instead of waiting on it.
+    stalled: std::sync::atomic::AtomicBool,
 }
 
 /// The masters of live links, killed when oi-tui leaves in a hurry (`reaper::kill_all`).
@@ -181,6 +184,7 @@ impl Link {
             clear_env: how.clear_env,
             sent: tokio::sync::Mutex::new(HashSet::new()),
             connected: false,
+            stalled: std::sync::atomic::AtomicBool::new(false),
         };
         let limit = target.connect_timeout + Duration::from_secs(10);
         let hello = match tokio::time::timeout(limit, first).await {
@@ -237,9 +241,20 @@ impl Link {
         }
     }
 
-    /// Whether the connection is gone (the master ended, or the helper's output did).
+    /// Whether the connection is gone (the master ended, or the helper's output did, or the
+    /// host stopped answering).
     pub fn is_lost(&self) -> bool {
-        self.helper.is_closed() || !self.master_alive()
+        self.helper.is_closed() || !self.master_alive() || self.is_stalled()
+    }
+
+    /// The host stopped answering the helper's commands.
+    pub fn is_stalled(&self) -> bool {
+        self.stalled.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(crate) fn mark_stalled(&self) {
+        self.stalled
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// One sentence on why the connection dropped, once it has.
@@ -252,6 +267,12 @@ impl Link {
             .find(|l| !l.is_empty())
             .map(|l| format!(" (ssh: {l})"))
             .unwrap_or_default();
+        if self.is_stalled() && !self.helper.is_closed() && self.master_alive() {
+            return format!(
+                "{} stopped answering (the connection stalled), so oi-tui let go of it",
+                self.target.name
+            );
+        }
         format!("The connection to {} was lost{why}", self.target.name)
     }
 
@@ -354,7 +375,7 @@ impl Drop for Link {
         // master. A master that lingers (a dead link) is killed.
         self.helper.close();
         // (A connection still being made is hardly waited for: Ctrl-C cancels it at once.)
-        let grace = if self.connected {
+        let grace = if self.connected && !self.is_stalled() {
             Duration::from_secs(3)
         } else {
             Duration::from_millis(300)
