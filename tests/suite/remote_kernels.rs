@@ -816,12 +816,14 @@ async fn a_stalled_connection_is_let_go_of_and_the_next_block_connects_again() {
     server.stall_connections();
     let stalled = Instant::now();
     assert!(k.interrupt());
-    let r = tokio::time::timeout(Duration::from_secs(15), handle)
+    // (About the grace period and a 3 s wait for the kill to be acknowledged; waiting out
+    // the helper's 20 s limit, as before, is far more. Generous for a loaded machine.)
+    let r = tokio::time::timeout(Duration::from_secs(30), handle)
         .await
         .expect("Ctrl-C ends the block though the host does not answer")
         .expect("join");
     assert!(
-        stalled.elapsed() < Duration::from_secs(8),
+        stalled.elapsed() < Duration::from_secs(15),
         "{:?}",
         stalled.elapsed()
     );
@@ -844,7 +846,7 @@ async fn a_stalled_connection_is_let_go_of_and_the_next_block_connects_again() {
     ok(&r, "after the stall");
     assert_eq!(r.output.trim(), "again False");
     assert!(
-        started.elapsed() < Duration::from_secs(10),
+        started.elapsed() < Duration::from_secs(15),
         "{:?}",
         started.elapsed()
     );
