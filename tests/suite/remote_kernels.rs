@@ -67,6 +67,19 @@ pub(super) fn remote_with(
     }
 }
 
+/// Sets `before` in the python kernel, then starts a block (`first`, then a minute's sleep)
+/// and waits until it runs.
+async fn state_then_a_long_block(
+    k: &Arc<Kernels>,
+    first: &str,
+) -> tokio::task::JoinHandle<RunResult> {
+    ok(&run(k, Language::Python, "before = 1").await.0, "set");
+    let code = format!("{first}\nimport time\nprint('long', flush=True)\ntime.sleep(60)");
+    let (handle, seen) = spawn_block(k.clone(), Block::new(Language::Python, code));
+    wait_for_output(&seen, "long", Duration::from_secs(10)).await;
+    handle
+}
+
 /// This process's children named `comm` that have ended and not been reaped.
 fn zombie_children(comm: &str) -> Vec<i32> {
     let me = std::process::id().to_string();
@@ -394,15 +407,11 @@ async fn a_dropped_connection_ends_the_block_and_the_next_reconnects() {
     let server = SshServer::start();
     let rk = remote(&server);
     let k = &rk.kernels;
-    ok(&run(k, Language::Python, "before = 1").await.0, "set");
-    let (handle, seen) = spawn_block(
-        k.clone(),
-        Block::new(
-            Language::Python,
-            "import signal, time\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\nprint('long', flush=True)\ntime.sleep(30)",
-        ),
-    );
-    wait_for_output(&seen, "long", Duration::from_secs(10)).await;
+    let handle = state_then_a_long_block(
+        k,
+        "import signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)",
+    )
+    .await;
     let dropped = Instant::now();
     server.kill_connections();
     let r = tokio::time::timeout(Duration::from_secs(10), handle)
@@ -803,15 +812,7 @@ async fn a_stalled_connection_is_let_go_of_and_the_next_block_connects_again() {
     let server = SshServer::start();
     let rk = remote(&server);
     let k = &rk.kernels;
-    ok(&run(k, Language::Python, "before = 1").await.0, "set");
-    let (handle, seen) = spawn_block(
-        k.clone(),
-        Block::new(
-            Language::Python,
-            "import time\nprint('long', flush=True)\ntime.sleep(60)",
-        ),
-    );
-    wait_for_output(&seen, "long", Duration::from_secs(10)).await;
+    let handle = state_then_a_long_block(k, "").await;
     // Nothing passes any more, and nothing ends: a hung network.
     server.stall_connections();
     let stalled = Instant::now();

@@ -72,14 +72,7 @@ pub async fn on_host(target: &SshTarget) -> Result<&'static [LanguageInfo], Stri
 fn there(link: &crate::exec::remote::Link, lang: Language) -> LanguageInfo {
     let aliases = lang.aliases().iter().map(|a| a.to_string()).collect();
     if !lang.runs_in_kernel() {
-        return LanguageInfo {
-            name: lang.name().to_string(),
-            aliases,
-            available: true,
-            path: None,
-            version: None,
-            note: Some("written to a file here, not run".to_string()),
-        };
+        return written(lang, aliases);
     }
     let found = crate::exec::remote::run_line(link, lang, &[]);
     LanguageInfo {
@@ -107,17 +100,22 @@ async fn find() -> Vec<LanguageInfo> {
     out
 }
 
+/// A language whose blocks are written to a file (here), not run.
+fn written(lang: Language, aliases: Vec<String>) -> LanguageInfo {
+    LanguageInfo {
+        name: lang.name().to_string(),
+        aliases,
+        available: true,
+        path: None,
+        version: None,
+        note: Some("written to a file, not run".to_string()),
+    }
+}
+
 async fn info(lang: Language) -> LanguageInfo {
     let aliases = lang.aliases().iter().map(|a| a.to_string()).collect();
     if !lang.runs_in_kernel() {
-        return LanguageInfo {
-            name: lang.name().to_string(),
-            aliases,
-            available: true,
-            path: None,
-            version: None,
-            note: Some("written to a file, not run".to_string()),
-        };
+        return written(lang, aliases);
     }
     let path = lang.locate();
     let version = match &path {
