@@ -130,7 +130,7 @@ async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
     tmux.send(&["C-c"]);
     let screen = tmux.wait_for("was cancelled").await;
     assert!(
-        asked.elapsed() < Duration::from_secs(3),
+        asked.elapsed() < Duration::from_secs(10),
         "{:?}",
         asked.elapsed()
     );
