@@ -371,7 +371,9 @@ impl Kernel {
                 },
                 _ = self.process.exit.changed() => {}
                 _ = probe.tick() => {
-                    if last_output.elapsed() >= QUIET {
+                    // (A block being stopped is not asked about: on a link that stalled,
+                    // each question would hold this loop for its time limit.)
+                    if last_output.elapsed() >= QUIET && !interrupted && !timed_out {
                         let readers = self.terminal_readers().await;
                         set_waiting(!readers.is_empty());
                         if !readers.is_empty() && opts.stdin_eof {
