@@ -468,10 +468,7 @@ impl Kernel {
                     .link()
                     .map(|l| l.target.name.clone())
                     .unwrap_or_default();
-                let loss = match self.link() {
-                    Some(l) => l.loss().await,
-                    None => String::new(),
-                };
+                let loss = self.loss().await;
                 result.state_lost = true;
                 result.notes.push(format!(
                     "{loss} while this block ran: the block ended with it, and the {lang} kernel's state on {link} (variables, imports, working directory) is lost. What it started there was stopped with the connection; the next block reconnects and starts a fresh kernel.",
@@ -488,10 +485,7 @@ impl Kernel {
                 ));
             }
             End::Killed(_) if self.link().is_some_and(|l| l.is_stalled()) => {
-                let loss = match self.link() {
-                    Some(l) => l.loss().await,
-                    None => String::new(),
-                };
+                let loss = self.loss().await;
                 result.state_lost = true;
                 result.notes.push(format!(
                     "{loss}: the block could not be stopped there, so it was abandoned here, with the {lang} kernel's state. What it started there ends with the connection; the next block connects again and starts a fresh kernel.",

@@ -48,31 +48,64 @@ fn remote_workdir() -> tempfile::TempDir {
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
+/// What a test of the faces stands on: the SSH fixture, a working directory "there", the
+/// scripted model, and a config directory whose executor `lab` reaches the fixture (or, not
+/// `reachable`, a closed port).
+struct Lab {
+    ssh: SshServer,
+    work: tempfile::TempDir,
+    server: ModelServer,
+    dir: tempfile::TempDir,
+}
+
+async fn lab(replies: Vec<Reply>, reachable: bool) -> Lab {
     let ssh = tokio::task::spawn_blocking(SshServer::start).await.unwrap();
     let work = remote_workdir();
+    let server = ModelServer::start(replies).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ssh_config = if reachable {
+        ssh.config_path()
+    } else {
+        ssh.unreachable_config()
+    };
+    config(dir.path(), &ssh_config, work.path());
+    Lab {
+        ssh,
+        work,
+        server,
+        dir,
+    }
+}
+
+impl Lab {
+    /// oi-tui headless on the scripted model.
+    fn headless(&self) -> tokio::process::Command {
+        headless(self.dir.path(), &self.server)
+    }
+
+    /// The workbench in tmux, of `size`, with `args`.
+    fn workbench(&self, size: (u16, u16), args: &str) -> Tmux {
+        Tmux::workbench(&self.server.base("openai"), self.dir.path(), size, "", args)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
     let ticks = "import os, time\nfor i in range(4):\n    print('tick', i, flush=True)\n    time.sleep(0.8)\nprint('ran in', os.getcwd())";
-    let server = ModelServer::start(vec![
+    let replies = vec![
         Reply::tool("python", ticks),
         Reply::text("Ticked."),
         // (An interrupted turn asks the model nothing more.)
         Reply::tool("python", "import time\nx = 5\ntime.sleep(60)"),
         Reply::tool("python", "print('x is', x)"),
         Reply::text("Still there."),
-    ])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut text = config(dir.path(), &ssh.config_path(), work.path());
+    ];
+    let lab = lab(replies, true).await;
+    let Lab { work, dir, .. } = &lab;
+    let mut text = config(dir.path(), &lab.ssh.config_path(), work.path());
     text.push_str(&format!("[mcp_server]\ntoken = \"{TOKEN}\"\n"));
     std::fs::write(dir.path().join("config/oi-tui/config.toml"), text).unwrap();
-    let tmux = Tmux::workbench(
-        &server.base("openai"),
-        dir.path(),
-        (200, 60),
-        "",
-        "--on lab --mcp-listen 127.0.0.1:0",
-    );
+    let tmux = lab.workbench((200, 60), "--on lab --mcp-listen 127.0.0.1:0");
     let screen = tmux.wait_for("Serving MCP at").await;
     let url = served_url(&screen.replace('\n', ""));
     let screen = tmux.wait_for("Connected to lab").await;
@@ -206,13 +239,19 @@ async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn headless_runs_on_the_host_keeps_the_key_here_and_leaves_nothing_there() {
-    let ssh = tokio::task::spawn_blocking(SshServer::start).await.unwrap();
-    let work = remote_workdir();
     let code = "import os\nprint('cwd', os.getcwd())\nprint('session', os.environ.get('OI_TUI_SESSION'))\nprint('key', os.environ.get('OPENAI_API_KEY'), os.environ.get('OI_TUI_TEST_TOKEN'))";
-    let server = ModelServer::start(vec![Reply::tool("python", code), Reply::text("Done.")]).await;
-    let dir = tempfile::tempdir().unwrap();
-    config(dir.path(), &ssh.config_path(), work.path());
-    let mut cmd = headless(dir.path(), &server);
+    let lab = lab(
+        vec![Reply::tool("python", code), Reply::text("Done.")],
+        true,
+    )
+    .await;
+    let Lab {
+        ssh,
+        work,
+        server,
+        dir,
+    } = &lab;
+    let mut cmd = lab.headless();
     cmd.args(["--task", "where", "--json", "-y", "--on", "lab"])
         .env("OPENAI_API_KEY", "sk-never-leaves-this-machine")
         .env(
@@ -278,16 +317,16 @@ async fn headless_runs_on_the_host_keeps_the_key_here_and_leaves_nothing_there()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_host_is_one_sentence_and_no_hang() {
-    let ssh = tokio::task::spawn_blocking(SshServer::start).await.unwrap();
-    let work = remote_workdir();
-    let server = ModelServer::start(vec![
-        Reply::tool("python", "print(1)"),
-        Reply::text("It could not run."),
-    ])
+    let lab = lab(
+        vec![
+            Reply::tool("python", "print(1)"),
+            Reply::text("It could not run."),
+        ],
+        false,
+    )
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    config(dir.path(), &ssh.unreachable_config(), work.path());
-    let mut cmd = headless(dir.path(), &server);
+    let server = &lab.server;
+    let mut cmd = lab.headless();
     cmd.args(["--task", "try", "-y", "--on", "lab"]);
     let started = std::time::Instant::now();
     let out = output_within(cmd).await;
@@ -459,17 +498,17 @@ fn text_of(out: &std::process::Output) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_connection_is_said_and_the_next_block_reconnects_saying_so() {
     use tokio::io::AsyncBufReadExt;
-    let ssh = tokio::task::spawn_blocking(SshServer::start).await.unwrap();
-    let work = remote_workdir();
-    let server = ModelServer::start(vec![
-        Reply::tool("shell", "echo first; sleep 20"),
-        Reply::tool("shell", "echo second"),
-        Reply::text("Done."),
-    ])
+    let lab = lab(
+        vec![
+            Reply::tool("shell", "echo first; sleep 20"),
+            Reply::tool("shell", "echo second"),
+            Reply::text("Done."),
+        ],
+        true,
+    )
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    config(dir.path(), &ssh.config_path(), work.path());
-    let mut cmd = headless(dir.path(), &server);
+    let ssh = &lab.ssh;
+    let mut cmd = lab.headless();
     cmd.args(["--task", "twice", "--json", "-y", "--on", "lab"])
         .kill_on_drop(true);
     let mut child = cmd.spawn().unwrap();
@@ -521,18 +560,9 @@ async fn a_dropped_connection_is_said_and_the_next_block_reconnects_saying_so() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_not_reached_at_the_start_is_still_where_the_model_is_told_code_runs() {
-    let ssh = tokio::task::spawn_blocking(SshServer::start).await.unwrap();
-    let work = remote_workdir();
-    let server = ModelServer::start(vec![Reply::text("Understood.")]).await;
-    let dir = tempfile::tempdir().unwrap();
-    config(dir.path(), &ssh.unreachable_config(), work.path());
-    let tmux = Tmux::workbench(
-        &server.base("openai"),
-        dir.path(),
-        (120, 40),
-        "",
-        "--on lab",
-    );
+    let lab = lab(vec![Reply::text("Understood.")], false).await;
+    let Lab { server, dir, .. } = &lab;
+    let tmux = lab.workbench((120, 40), "--on lab");
     let screen = tmux.wait_for("refused the connection").await;
     assert!(screen.contains("Blocks will try to connect"), "{screen}");
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -203,6 +203,14 @@ impl Kernel {
         }
     }
 
+    /// One sentence on how a remote kernel's connection ended (empty for a local kernel).
+    pub(super) async fn loss(&self) -> String {
+        match self.link() {
+            Some(link) => link.loss().await,
+            None => String::new(),
+        }
+    }
+
     /// Whether a remote kernel ended because its connection did.
     pub(super) async fn connection_lost(&self) -> bool {
         let Some(link) = self.link() else {
