@@ -48,6 +48,16 @@ fn remote_workdir() -> tempfile::TempDir {
         .unwrap()
 }
 
+/// Waits for another agent's call (`agent_call`) to end; what it wrote to `out`.
+async fn agent_result(agent: tokio::process::Child, out: &Path) -> serde_json::Value {
+    let done = tokio::time::timeout(Duration::from_secs(60), agent.wait_with_output())
+        .await
+        .expect("the agent's call ends")
+        .expect("the agent ran");
+    assert!(done.status.success(), "{done:?}");
+    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+}
+
 /// What a test of the faces stands on: the SSH fixture, a working directory "there", the
 /// scripted model, and a config directory whose executor `lab` reaches the fixture (or, not
 /// `reachable`, a closed port).
@@ -192,13 +202,7 @@ async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
     let screen = tmux.wait_for("from claude-code").await;
     assert!(screen.contains("awaiting your decision"), "{screen}");
     tmux.send(&["y"]);
-    let done = tokio::time::timeout(Duration::from_secs(60), agent.wait_with_output())
-        .await
-        .expect("the agent's call ends")
-        .expect("the agent ran");
-    assert!(done.status.success(), "{done:?}");
-    let result: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let result = agent_result(agent, &out).await;
     let output = result["structured"]["output"].as_str().unwrap_or_default();
     assert!(
         output.contains(&format!("agent in {}", work.path().display())),
@@ -222,13 +226,7 @@ async fn the_workbench_streams_a_remote_block_live_and_names_the_host() {
     let agent = agent_call(&url, TOKEN, "print('after the move')", &out);
     tmux.wait_for("after the move").await;
     tmux.send(&["y"]);
-    let done = tokio::time::timeout(Duration::from_secs(60), agent.wait_with_output())
-        .await
-        .expect("the agent's call ends")
-        .expect("the agent ran");
-    assert!(done.status.success(), "{done:?}");
-    let result: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let result = agent_result(agent, &out).await;
     assert_eq!(result["structured"]["state_lost"], true, "{result}");
     let notes = result["structured"]["notes"].to_string();
     assert!(
