@@ -240,7 +240,7 @@ impl Engine {
         tokio::pin!(connect);
         let result = loop {
             tokio::select! {
-                result = &mut connect => break result.map(|(link, _)| link).map_err(|message| Unreached {
+                result = &mut connect => break result.map_err(|message| Unreached {
                     message,
                     cancelled: false,
                 }),

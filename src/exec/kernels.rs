@@ -230,22 +230,21 @@ impl Kernels {
         })
     }
 
-    /// The connection to the executor's host: the live one, or a new one. Also says
-    /// whether an earlier connection had dropped. Err: one sentence naming the host.
-    pub async fn connect(&self) -> Result<(Arc<super::remote::Link>, bool), String> {
+    /// The connection to the executor's host: the live one, or a new one (a new one that
+    /// replaces a dropped one is remembered, for the next block to say). Err: one sentence
+    /// naming the host.
+    pub async fn connect(&self) -> Result<Arc<super::remote::Link>, String> {
         let Executor::Ssh(target) = &self.config.executor else {
             return Err("kernels run on this machine".to_string());
         };
         let mut slot = self.link.lock().await;
-        let mut dropped = false;
-        if let Some(link) = slot.as_ref() {
-            if !link.is_lost() {
-                return Ok((link.clone(), false));
-            }
-            dropped = true;
+        if let Some(link) = slot.as_ref()
+            && !link.is_lost()
+        {
+            return Ok(link.clone());
         }
         // A dead link's master and directory go first.
-        slot.take();
+        let dropped = slot.take().is_some();
         let how = super::remote::LinkEnv {
             env: self.ssh_env(),
             clear_env: true,
@@ -256,7 +255,7 @@ impl Kernels {
         if dropped {
             self.replaced.store(true, Ordering::Relaxed);
         }
-        Ok((link, dropped))
+        Ok(link)
     }
 
     /// The live connection, if any (without making one).
@@ -480,7 +479,7 @@ impl Kernels {
             return Err(format!("Cannot run {language}: {refusal}"));
         }
         if self.config.executor.is_remote() {
-            let (link, _) = self.connect().await?;
+            let link = self.connect().await?;
             let sandbox = crate::sandbox::remote::resolve(
                 self.config.remote_sandbox,
                 link.info.bwrap.as_deref(),

@@ -56,7 +56,7 @@ pub async fn on_host(target: &SshTarget) -> Result<&'static [LanguageInfo], Stri
                 ..KernelConfig::default()
             });
             let connected = kernels.connect().await;
-            let found = connected.map(|(link, _)| {
+            let found = connected.map(|link| {
                 Language::ALL
                     .into_iter()
                     .map(|lang| there(&link, lang))
