@@ -201,11 +201,11 @@ impl Drop for PtyProcess {
 }
 
 impl PtyControl {
-    /// Sends SIGINT to the PTY's foreground process group, as a terminal does for Ctrl-C
-    /// (a terminal elsewhere is sent the Ctrl-C itself).
+    /// Sends SIGINT to the PTY's foreground process group, as a terminal does for Ctrl-C.
+    /// A terminal elsewhere is reached by its host's helper (`Kernel::interrupt`), never
+    /// here: signalling this process would end the connection, not the block.
     pub fn interrupt(&self) {
         if let Terminal::Elsewhere(_) = self.terminal {
-            let _ = self.write_input(&[0x03]);
             return;
         }
         let group = self.foreground_group().unwrap_or(self.pid);
