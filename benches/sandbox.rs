@@ -54,6 +54,7 @@ fn prefix(backend: Backend) -> Vec<OsString> {
         &std::env::temp_dir(),
         std::path::Path::new(env!("CARGO_BIN_EXE_oi-tui")),
     )
+    .unwrap_or_else(|e| panic!("the sandbox cannot be set up: {e}"))
 }
 
 async fn cold_start(language: Language, code: &str, prefix: Vec<OsString>) -> Duration {

@@ -161,7 +161,10 @@ fn discard_figures(found: &[(PathBuf, ImageSource)]) {
     }
 }
 
-/// Keeps one image as `BLOCK-N.EXT` in `keep` and reads what it is.
+/// Keeps one image as `BLOCK-N.EXT` in `keep` and reads what it is. The source is opened
+/// once, never through a link and only when it is a regular file (a block may have put a
+/// link or a FIFO where an image was expected), and copied into a new file of oi-tui's;
+/// what is then read is that copy.
 fn keep_one(
     path: &Path,
     source: &ImageSource,
@@ -169,14 +172,20 @@ fn keep_one(
     block: u64,
     n: usize,
 ) -> Result<Image, String> {
+    use std::os::unix::fs::OpenOptionsExt;
     let name = shown_name(path, source);
     let format = ImageFormat::from_path(path).ok_or_else(|| format!("{name} is not an image."))?;
-    let bytes = std::fs::metadata(path)
-        .map_err(|e| format!("The image {name} could not be read: {e}."))?
-        .len();
     let discard = || {
         if *source == ImageSource::Figure {
             let _ = std::fs::remove_file(path);
+        }
+    };
+    let opened = open_regular(path).and_then(|f| f.metadata().map(|m| (f, m.len())));
+    let (file, bytes) = match opened {
+        Ok(opened) => opened,
+        Err(e) => {
+            discard();
+            return Err(format!("The image {name} could not be read: {e}."));
         }
     };
     if bytes > MAX_BYTES {
@@ -187,33 +196,34 @@ fn keep_one(
             human_bytes(MAX_BYTES)
         ));
     }
-    let (width, height) = match dimensions(path, format) {
+    let kept = keep.join(format!("{block}-{n}.{}", format.extension()));
+    // A block run again replaces its images.
+    let _ = std::fs::remove_file(&kept);
+    let copied = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(&kept)
+        .and_then(|mut out| std::io::copy(&mut std::io::Read::take(file, MAX_BYTES), &mut out));
+    discard();
+    if let Err(e) = copied {
+        let _ = std::fs::remove_file(&kept);
+        return Err(format!(
+            "The image {name} could not be kept in {}: {e}.",
+            keep.display()
+        ));
+    }
+    let (width, height) = match dimensions(&kept, format) {
         Ok(dims) => dims,
         Err(e) => {
-            discard();
+            let _ = std::fs::remove_file(&kept);
             return Err(format!(
                 "{name} is not a readable {} image ({e}); it was not kept.",
                 format.label()
             ));
         }
     };
-    let kept = keep.join(format!("{block}-{n}.{}", format.extension()));
-    let moved = match source {
-        ImageSource::Figure => std::fs::rename(path, &kept).or_else(|_| {
-            std::fs::copy(path, &kept).map(|_| {
-                let _ = std::fs::remove_file(path);
-            })
-        }),
-        ImageSource::File { .. } => std::fs::copy(path, &kept).map(|_| ()),
-    };
-    if let Err(e) = moved {
-        discard();
-        return Err(format!(
-            "The image {name} could not be kept in {}: {e}.",
-            keep.display()
-        ));
-    }
-    let _ = crate::secrets::private_file(&kept);
     Ok(Image {
         path: kept,
         format,
@@ -222,6 +232,22 @@ fn keep_one(
         height,
         source: source.clone(),
     })
+}
+
+/// Opens a file for reading only if it is a regular file, not through a link (and without
+/// waiting on a FIFO).
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other(
+            "it is not a regular file (a link, a FIFO or a device)",
+        ));
+    }
+    Ok(file)
 }
 
 /// The pixel dimensions: read from the header of a raster image (it must decode that far),

@@ -66,6 +66,8 @@ enum Place {
     Local {
         control_fifo: File,
         dir: tempfile::TempDir,
+        /// Where the driver saves figures (apart from `dir`: blocks may write here).
+        figures: PathBuf,
     },
     /// On a host over SSH: `ssh -tt` runs in the local PTY; the helper there knows the
     /// kernel by `name` (its directory in the session's one).
@@ -86,7 +88,10 @@ impl Drop for Kernel {
     fn drop(&mut self) {
         match &self.place {
             // The directory goes with `dir`, right after this.
-            Place::Local { dir, .. } => super::tempdirs::forget(dir.path()),
+            Place::Local { dir, figures, .. } => {
+                super::tempdirs::forget(dir.path());
+                let _ = std::fs::remove_dir_all(figures);
+            }
             // The kernel there, what it started and its directory; the local `ssh` goes
             // with `process`.
             Place::Remote { link, name } => {
@@ -130,13 +135,16 @@ impl Kernel {
         if crate::shutdown::leaving() {
             return Err(io::Error::other("oi-tui is stopping: no kernel starts"));
         }
-        // 0700 from the start: it holds the code of every block.
-        let dir = super::tempdirs::create(&std::env::temp_dir(), language)?;
+        // 0700 from the start: it holds the code of every block. Made where no block can
+        // write (see `tempdirs::private`).
+        let private = super::tempdirs::private().map_err(io::Error::other)?;
+        let dir = super::tempdirs::create(&private.kernels, language)?;
         let (driver_name, driver_source) = driver(language);
         let driver_path = dir.path().join(driver_name);
         write_private(&driver_path, driver_source.as_bytes())?;
-        // Where the driver saves the figures a block shows (see `images`).
-        let figures = dir.path().join("images");
+        // Where the driver saves the figures a block shows (see `images`): the one place
+        // of oi-tui's that blocks may write, apart from the code.
+        let figures = private.figures.join(dir.path().file_name().unwrap_or_default());
         std::fs::DirBuilder::new().mode(0o700).create(&figures)?;
         let fifo_path = dir.path().join("control");
         make_fifo(&fifo_path)?;
@@ -180,7 +188,11 @@ impl Kernel {
             language,
             process,
             nonce: uuid::Uuid::new_v4().simple().to_string(),
-            place: Place::Local { control_fifo, dir },
+            place: Place::Local {
+                control_fifo,
+                dir,
+                figures,
+            },
         })
     }
 
@@ -215,7 +227,10 @@ impl Kernel {
 
     /// Where the driver saves the figures a block shows (here).
     pub fn figures_dir(&self) -> Option<PathBuf> {
-        self.dir().map(|d| d.join("images"))
+        match &self.place {
+            Place::Local { figures, .. } => Some(figures.clone()),
+            Place::Remote { .. } => None,
+        }
     }
 
     /// The interpreter's working directory now (Linux; elsewhere None), which a block may
@@ -585,7 +600,9 @@ impl Kernel {
     async fn hand_over(&mut self, block_id: u64, code: &str) -> io::Result<PathBuf> {
         let extension = self.language.extension();
         let (dir, control_fifo) = match &mut self.place {
-            Place::Local { dir, control_fifo } => (dir.path().to_path_buf(), control_fifo),
+            Place::Local {
+                dir, control_fifo, ..
+            } => (dir.path().to_path_buf(), control_fifo),
             Place::Remote { link, name } => {
                 if code.contains('\0') {
                     return Err(io::Error::other(
@@ -603,6 +620,8 @@ impl Kernel {
             }
         };
         let path = dir.join(format!("block-{block_id}.{extension}"));
+        // A block run again (the same id) gets its file anew.
+        let _ = std::fs::remove_file(&path);
         write_private(&path, code.as_bytes())?;
         self.handed_at = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
         let line = format!("{block_id} {} {}\n", self.nonce, path.display());
@@ -704,14 +723,15 @@ pub(crate) fn driver(language: Language) -> (&'static str, &'static str) {
     }
 }
 
-/// Writes a file only its owner can read (0600): blocks and drivers hold code, which may
-/// hold secrets (in a 0700 directory).
+/// Writes a new file only its owner can read (0600): blocks and drivers hold code, which
+/// may hold secrets (in a 0700 directory). Never through a link, never into a file that is
+/// already there: what is written is exactly the new file that the driver then reads.
 fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
         .mode(0o600)
         .open(path)?;
     file.write_all(bytes)

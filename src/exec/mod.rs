@@ -31,4 +31,5 @@ pub use kernels::{Block, Executor, KernelConfig, Kernels};
 pub use language::Language;
 pub use pty::{ExitInfo, signal_name};
 pub use result::{RunResult, RunStatus, format_duration};
+pub use tempdirs::{Private, private as private_dirs};
 pub use text::{Cut, Text, TextCapture, human_bytes};

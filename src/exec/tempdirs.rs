@@ -5,10 +5,18 @@
 //! (kill -9, a crash) are removed by the next run, but only once their owner is gone: a live
 //! oi-tui's directories are never touched.
 //!
-//! A directory is `oi-tui-LANGUAGE-PID-RANDOM`, where PID is the owning oi-tui's process id.
+//! A directory is `oi-tui-KIND-PID-RANDOM`, where PID is the owning oi-tui's process id.
+//!
+//! Each process keeps three directories of its own apart (see [`private`]), so that nothing
+//! oi-tui writes for a block is where a sandboxed block can create, replace or link
+//! anything: `oi-tui-kernels-…` holds every kernel's directory (driver, control FIFO, code)
+//! and is read-only inside the sandbox; `oi-tui-figures-…` holds each kernel's figure
+//! directory, the one place there that blocks may write; `oi-tui-tmp-…` is the blocks'
+//! private temp dir (their `/tmp` under bubblewrap, their `$TMPDIR` under Landlock). The
+//! temp dir itself is never writable from inside the sandbox.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, Once};
+use std::sync::{Mutex, Once, OnceLock};
 
 use super::Language;
 
@@ -18,6 +26,50 @@ static SWEPT: Once = Once::new();
 /// The kind of directory that is not a kernel's: the images of kernels that record no
 /// session.
 pub(crate) const IMAGES: &str = "images";
+
+/// The kinds of this process's private directories (see [`private`]).
+const KERNELS: &str = "kernels";
+const FIGURES: &str = "figures";
+const BLOCKS_TMP: &str = "tmp";
+
+/// This process's private directories in the temp dir, made once (0700) and removed at
+/// exit like every kernel directory.
+#[derive(Debug)]
+pub struct Private {
+    /// Where kernels' directories are made: read-only inside the sandbox.
+    pub kernels: PathBuf,
+    /// Where each kernel's figure directory is made: writable inside the sandbox.
+    pub figures: PathBuf,
+    /// The blocks' own temp dir: writable inside the sandbox.
+    pub tmp: PathBuf,
+}
+
+/// This process's private directories, made the first time they are asked for.
+pub fn private() -> Result<&'static Private, String> {
+    static PRIVATE: OnceLock<Result<Private, String>> = OnceLock::new();
+    PRIVATE
+        .get_or_init(|| {
+            let parent = std::env::temp_dir();
+            let make = |kind: &str| {
+                create_named(&parent, kind)
+                    .map(|dir| dir.keep())
+                    .and_then(std::fs::canonicalize)
+                    .map_err(|e| {
+                        format!(
+                            "cannot make oi-tui's private directory in {}: {e}",
+                            parent.display()
+                        )
+                    })
+            };
+            Ok(Private {
+                kernels: make(KERNELS)?,
+                figures: make(FIGURES)?,
+                tmp: make(BLOCKS_TMP)?,
+            })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
 
 /// The name every directory of `kind` (a language's name, or `IMAGES`) owned by this
 /// process starts with.
@@ -75,7 +127,7 @@ pub(crate) fn remove_all() {
 pub(crate) fn owner_of(name: &str) -> Option<i32> {
     let rest = name.strip_prefix("oi-tui-")?;
     let (kind, rest) = rest.split_once('-')?;
-    if kind != IMAGES && kind != super::remote::SSH_DIR {
+    if ![IMAGES, KERNELS, FIGURES, BLOCKS_TMP, super::remote::SSH_DIR].contains(&kind) {
         Language::parse(kind)?;
     }
     let (pid, random) = rest.split_once('-')?;

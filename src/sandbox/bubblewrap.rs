@@ -1,34 +1,59 @@
-//! The bubblewrap backend: a command prefix that runs the kernel in a new mount namespace
-//! (and, with the network off, a new network namespace with only loopback, no route out and
-//! no access to the host's 127.0.0.1). The whole file system is bound read-only; the writable
-//! roots are bound again read-write, and a `.git` directory under them read-only once more.
+//! The bubblewrap backend: a command prefix that runs the kernel in new mount, PID and user
+//! namespaces (and, with the network off, a new network namespace with only loopback, no
+//! route out and no access to the host's 127.0.0.1). The whole file system is bound
+//! read-only; the workspace (workspace-write) is bound again read-write, and a `.git`
+//! directory in it read-only once more, as are oi-tui's own files under it.
 //!
-//! `/dev` is bound from the host, not made anew (`--dev`), so that the PTY the kernel runs
-//! in keeps its `/dev/pts/N` name; no `--new-session`, because that would take the kernel
-//! away from its controlling terminal and break job control and Ctrl-C. (`TIOCSTI`, which
-//! `--new-session` guards against, is off by default on this generation of kernels.) No
-//! `--die-with-parent` either: Linux ties it to the spawning thread, not the process, so a
-//! kernel would die with whichever runtime thread happened to start it; the kernel leads its
-//! own session on the PTY and gets SIGHUP when oi-tui goes, like an unsandboxed one.
+//! What a block cannot reach:
+//! - oi-tui's temp files. The blocks' `/tmp` (and `$TMPDIR`) is a private directory of
+//!   oi-tui's (`tempdirs::private`), so nothing of oi-tui's in the real temp dir can be
+//!   created, replaced or linked from inside; the kernels' directories (driver, control
+//!   FIFO, code) are bound read-only, and only the kernels' figure directories writable.
+//! - Privileges. Every capability is dropped (`--cap-drop ALL`), for root too, and
+//!   `no_new_privs` is set (bubblewrap always sets it), so nothing can be mounted or
+//!   remounted and no setuid program gains anything. Where bubblewrap can, the block runs in
+//!   a user namespace of its own in which no further user namespace can be made
+//!   (`--disable-userns`): without that, a nested one could not remount these mounts either,
+//!   since they are locked read-only when a less privileged namespace copies them.
+//! - Devices. `/dev` is made anew with the few harmless ones (`null`, `zero`, `random`,
+//!   `tty`…) and a private `/dev/shm`. The host's `/dev/pts` is bound in, so that the PTY
+//!   the kernel runs in keeps its `/dev/pts/N` name (`tty`, `sudo` and `ssh` look it up).
+//!
+//! No `--new-session`, because that would take the kernel away from its controlling terminal
+//! and break job control and Ctrl-C. (`TIOCSTI`, which `--new-session` guards against, is off
+//! by default on this generation of kernels.) No `--die-with-parent` either: Linux ties it to
+//! the spawning thread, not the process, so a kernel would die with whichever runtime thread
+//! happened to start it; the kernel leads its own session on the PTY and gets SIGHUP when
+//! oi-tui goes, like an unsandboxed one.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 use super::Network;
+use crate::exec::Private;
 
-/// Whether `bwrap` is installed and can make the namespaces it needs.
+/// Whether `bwrap` is installed and can make the namespaces it needs, with every capability
+/// dropped.
 pub(super) fn available() -> Result<(), String> {
     let Some(bwrap) = find_bwrap() else {
         return Err("bubblewrap (bwrap) is not installed".to_string());
     };
-    let out = Command::new(&bwrap)
-        .args(["--ro-bind", "/", "/", "--unshare-net", "--", "true"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|e| format!("bubblewrap cannot be started: {e}"))?;
+    let out = probe(
+        &bwrap,
+        &[
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--unshare-net",
+            "--cap-drop",
+            "ALL",
+        ],
+    )
+    .map_err(|e| format!("bubblewrap cannot be started: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {
@@ -40,6 +65,39 @@ pub(super) fn available() -> Result<(), String> {
     }
 }
 
+fn probe(bwrap: &Path, args: &[&str]) -> std::io::Result<std::process::Output> {
+    Command::new(bwrap)
+        .args(args)
+        .args(["--", "true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+}
+
+/// Whether this bubblewrap can run a block in a user namespace of its own that makes no
+/// further ones (`--disable-userns`: bubblewrap 0.8 or later, and a kernel that allows it).
+fn user_namespace_closed() -> bool {
+    static CLOSED: OnceLock<bool> = OnceLock::new();
+    *CLOSED.get_or_init(|| {
+        find_bwrap().is_some_and(|bwrap| {
+            probe(
+                &bwrap,
+                &[
+                    "--ro-bind",
+                    "/",
+                    "/",
+                    "--unshare-user",
+                    "--disable-userns",
+                    "--cap-drop",
+                    "ALL",
+                ],
+            )
+            .is_ok_and(|out| out.status.success())
+        })
+    })
+}
+
 fn find_bwrap() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -47,71 +105,127 @@ fn find_bwrap() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// `bwrap … --` for these writable roots.
-pub(super) fn prefix(
-    roots: &[PathBuf],
-    protected: &[PathBuf],
-    network: Network,
-    exe: &Path,
-) -> Vec<OsString> {
+/// What the prefix is made of.
+pub(super) struct Plan<'a> {
+    /// The working directory, as a real path.
+    pub cwd: &'a Path,
+    /// Whether blocks may write it (workspace-write).
+    pub writable: bool,
+    pub private: &'a Private,
+    /// oi-tui's own files under the workspace, bound read-only again.
+    pub protected: &'a [PathBuf],
+    pub network: Network,
+}
+
+/// `bwrap … --` for this plan.
+pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
     let bwrap = find_bwrap().unwrap_or_else(|| PathBuf::from("bwrap"));
     let mut args: Vec<OsString> = vec![bwrap.into()];
-    let mut push = |items: &[&std::ffi::OsStr]| args.extend(items.iter().map(OsString::from));
-    push(&["--ro-bind".as_ref(), "/".as_ref(), "/".as_ref()]);
-    push(&["--dev-bind".as_ref(), "/dev".as_ref(), "/dev".as_ref()]);
-    for root in roots {
-        push(&["--bind".as_ref(), root.as_os_str(), root.as_os_str()]);
+    let mut bind = |flag: &str, from: &Path, to: &Path| {
+        args.extend([flag.into(), from.into(), to.into()]);
+    };
+    bind("--ro-bind", Path::new("/"), Path::new("/"));
+    // Later mounts hide earlier ones beneath them: a workspace that holds the temp dir (`/`,
+    // `/tmp`) is bound first, and its temp dir stays the real one; a workspace in the temp
+    // dir is bound after the private temp dir, inside it.
+    let tmp_dirs = temp_dirs();
+    let holds_tmp = |w: &Path| tmp_dirs.iter().any(|t| t.starts_with(w));
+    let workspace = plan.writable.then_some(plan.cwd);
+    let early = workspace.filter(|w| holds_tmp(w));
+    if let Some(w) = early {
+        bind("--bind", w, w);
     }
-    for root in roots {
-        let git = root.join(".git");
-        if Path::new(&git).exists() {
-            push(&["--ro-bind".as_ref(), git.as_os_str(), git.as_os_str()]);
+    args.extend(["--dev".into(), "/dev".into()]);
+    args.extend(["--dev-bind".into(), "/dev/pts".into(), "/dev/pts".into()]);
+    let mut bind = |flag: &str, from: &Path, to: &Path| {
+        args.extend([flag.into(), from.into(), to.into()]);
+    };
+    for tmp in tmp_dirs.iter().filter(|t| early.is_none_or(|w| !t.starts_with(w))) {
+        bind("--bind", &plan.private.tmp, tmp);
+    }
+    if let Some(w) = workspace {
+        if early.is_none() {
+            bind("--bind", w, w);
         }
+        let git = w.join(".git");
+        if git.exists() {
+            bind("--ro-bind", &git, &git);
+        }
+    } else if tmp_dirs.iter().any(|t| plan.cwd.starts_with(t)) {
+        // A read-only working directory in the temp dir is still there to read (and to
+        // start in).
+        bind("--ro-bind", plan.cwd, plan.cwd);
     }
-    for path in protected {
-        push(&["--ro-bind".as_ref(), path.as_os_str(), path.as_os_str()]);
+    bind("--ro-bind", &plan.private.kernels, &plan.private.kernels);
+    bind("--bind", &plan.private.figures, &plan.private.figures);
+    for path in plan.protected {
+        bind("--ro-bind", path, path);
     }
     // A process namespace of its own, with its own /proc: a block cannot read oi-tui's
     // environment (the provider's key) or memory through /proc, nor signal its processes.
-    push(&[
-        "--unshare-pid".as_ref(),
-        "--proc".as_ref(),
-        "/proc".as_ref(),
-    ]);
-    if network == Network::Off {
-        push(&["--unshare-net".as_ref()]);
+    args.extend(["--unshare-pid".into(), "--proc".into(), "/proc".into()]);
+    if user_namespace_closed() {
+        args.extend(["--unshare-user".into(), "--disable-userns".into()]);
     }
-    push(&["--".as_ref()]);
+    args.extend(["--cap-drop".into(), "ALL".into()]);
+    if plan.network == Network::Off {
+        args.push("--unshare-net".into());
+    }
+    args.push("--".into());
     // Inside, the trampoline takes the terminal's foreground away from bwrap, which stays
     // outside as the monitor: Ctrl-C and interrupts then reach the kernel alone, not bwrap
     // (which would die of SIGINT and take the kernel with it).
-    push(&[
-        exe.as_os_str(),
-        super::TRAMPOLINE.as_ref(),
-        "--foreground".as_ref(),
-        "--".as_ref(),
+    args.extend([
+        exe.into(),
+        super::TRAMPOLINE.into(),
+        "--foreground".into(),
+        "--".into(),
     ]);
     args
+}
+
+/// Where a block looks for a temp dir: `/tmp`, and `$TMPDIR` when it is elsewhere.
+fn temp_dirs() -> Vec<PathBuf> {
+    let mut dirs = vec![PathBuf::from("/tmp")];
+    if let Ok(tmp) = std::fs::canonicalize(std::env::temp_dir())
+        && !dirs.contains(&tmp)
+    {
+        dirs.push(tmp);
+    }
+    dirs
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn text(args: &[OsString]) -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn private(base: &Path) -> Private {
+        Private {
+            kernels: base.join("k"),
+            figures: base.join("f"),
+            tmp: base.join("t"),
+        }
+    }
+
     #[test]
     fn the_prefix_binds_roots_writable_and_git_read_only() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
         std::fs::create_dir(dir.path().join(".git")).unwrap_or_else(|e| panic!("mkdir: {e}"));
-        let args = prefix(
-            &[dir.path().to_path_buf()],
-            &[],
-            Network::Off,
-            Path::new("/x/oi-tui"),
-        );
-        let text: Vec<String> = args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let private = private(Path::new("/p"));
+        let plan = Plan {
+            cwd: dir.path(),
+            writable: true,
+            private: &private,
+            protected: &[],
+            network: Network::Off,
+        };
+        let text = text(&prefix(&plan, Path::new("/x/oi-tui")));
         let root = dir.path().display().to_string();
         let git = dir.path().join(".git").display().to_string();
         let bind = text.iter().position(|a| a == &root);
@@ -127,13 +241,76 @@ mod tests {
             "--foreground".to_string(),
             "--".to_string()
         ]));
-        assert_eq!(text.last().map(String::as_str), Some("--"));
-        let on = prefix(
-            &[dir.path().to_path_buf()],
-            &[],
-            Network::On,
-            Path::new("/x/oi-tui"),
-        );
-        assert!(!on.iter().any(|a| a == "--unshare-net"));
+        let on = Plan {
+            network: Network::On,
+            ..plan
+        };
+        assert!(!prefix(&on, Path::new("/x/oi-tui")).iter().any(|a| a == "--unshare-net"));
+    }
+
+    /// Every capability goes, /dev is made anew, the private temp dir stands for /tmp, the
+    /// kernels' directories are read-only and only the figures writable.
+    #[test]
+    fn the_prefix_drops_capabilities_and_hides_the_real_temp_dir() {
+        let private = private(Path::new("/p"));
+        let plan = Plan {
+            cwd: Path::new("/home/ada/proj"),
+            writable: true,
+            private: &private,
+            protected: &[],
+            network: Network::On,
+        };
+        let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
+        assert!(text.contains("--cap-drop ALL"), "{text}");
+        assert!(text.contains("--dev /dev --dev-bind /dev/pts /dev/pts"), "{text}");
+        assert!(!text.contains("--dev-bind /dev /dev"), "{text}");
+        assert!(text.contains("--bind /p/t /tmp"), "{text}");
+        assert!(text.contains("--ro-bind /p/k /p/k"), "{text}");
+        assert!(text.contains("--bind /p/f /p/f"), "{text}");
+        // The private temp dir first, the workspace after it; the kernels' directories
+        // after both.
+        let tmp = text.find("--bind /p/t /tmp");
+        let ws = text.find("--bind /home/ada/proj /home/ada/proj");
+        let kernels = text.find("--ro-bind /p/k");
+        assert!(tmp < ws && ws < kernels, "{text}");
+    }
+
+    /// A workspace that holds the temp dir keeps it: it is bound before the private one
+    /// would be, and the private one is not put over it.
+    #[test]
+    fn a_workspace_holding_the_temp_dir_is_bound_first() {
+        let private = private(Path::new("/p"));
+        let plan = Plan {
+            cwd: Path::new("/"),
+            writable: true,
+            private: &private,
+            protected: &[],
+            network: Network::On,
+        };
+        let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
+        assert!(!text.contains("--bind /p/t /tmp"), "{text}");
+        let ws = text.find("--bind / /");
+        let dev = text.find("--dev /dev");
+        let kernels = text.find("--ro-bind /p/k");
+        assert!(ws < dev && dev < kernels, "{text}");
+    }
+
+    /// A read-only working directory in the temp dir is bound again (read-only) over the
+    /// private temp dir, so that the kernel starts in it and can read it.
+    #[test]
+    fn a_read_only_workspace_in_the_temp_dir_stays_visible() {
+        let private = private(Path::new("/p"));
+        let plan = Plan {
+            cwd: Path::new("/tmp/proj"),
+            writable: false,
+            private: &private,
+            protected: &[],
+            network: Network::On,
+        };
+        let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
+        let tmp = text.find("--bind /p/t /tmp");
+        let ws = text.find("--ro-bind /tmp/proj /tmp/proj");
+        assert!(tmp.is_some() && tmp < ws, "{text}");
+        assert!(!text.contains("--bind /tmp/proj"), "{text}");
     }
 }

@@ -19,6 +19,12 @@ pub fn refusal_reason(output: &str, sandbox: &Resolved, cwd: &Path) -> Option<St
                 crate::safe_text::visible(line.trim())
             ));
         }
+        if let Some(path) = hidden_temp_path(line, sandbox) {
+            return Some(format!(
+                "the sandbox gives blocks a temp dir of their own, so {} (in this machine's temp dir) is not there for them",
+                crate::safe_text::visible(&path.display().to_string())
+            ));
+        }
         let denied = line.contains("Permission denied")
             || line.contains("EACCES")
             || line.contains("Operation not permitted")
@@ -46,6 +52,22 @@ pub fn refusal_reason(output: &str, sandbox: &Resolved, cwd: &Path) -> Option<St
         }
     }
     None
+}
+
+/// Under bubblewrap, a path that a block did not find because it lies in this machine's
+/// temp dir, which blocks do not see (theirs is private), though it is there.
+fn hidden_temp_path(line: &str, sandbox: &Resolved) -> Option<PathBuf> {
+    if sandbox.backend != Some(super::Backend::Bubblewrap)
+        || !(line.contains("No such file or directory") || line.contains("ENOENT"))
+    {
+        return None;
+    }
+    let temp = [PathBuf::from("/tmp"), std::env::temp_dir()];
+    line.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | ':' | ',' | '(' | ')'))
+        .filter(|word| word.starts_with('/') && word.len() > 1)
+        .map(PathBuf::from)
+        .filter(|path| temp.iter().any(|t| path.starts_with(t) && path != t))
+        .find(|path| path.exists() || path.parent().is_some_and(Path::exists))
 }
 
 /// An absolute path named in a line that lies outside every writable root.
@@ -93,5 +115,25 @@ mod tests {
         let mut off = sandbox(Network::On);
         off.backend = None;
         assert_eq!(refusal_reason(ro, &off, &cwd), None);
+    }
+
+    /// Under bubblewrap, a path in this machine's temp dir that a block did not find is
+    /// the private temp dir's doing when it is there outside; not under Landlock, and not
+    /// for a path that is not there either.
+    #[test]
+    fn a_path_in_the_real_temp_dir_is_told_apart() {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let dir = tempfile::tempdir_in("/tmp").unwrap_or_else(|e| panic!("{e}"));
+        let missing = format!(
+            "touch: cannot touch '{}/made': No such file or directory",
+            dir.path().display()
+        );
+        let mut bwrap = sandbox(Network::On);
+        bwrap.backend = Some(Backend::Bubblewrap);
+        let why = refusal_reason(&missing, &bwrap, &cwd).unwrap_or_default();
+        assert!(why.contains("temp dir of their own"), "{why}");
+        assert_eq!(refusal_reason(&missing, &sandbox(Network::On), &cwd), None);
+        let nowhere = "cat: /tmp/no-such-dir-oi/x/y: No such file or directory";
+        assert_eq!(refusal_reason(nowhere, &bwrap, &cwd), None);
     }
 }

@@ -1,11 +1,26 @@
 //! The Landlock backend: kernels start as `oi-tui __sandbox-exec --landlock [--write DIR]…
-//! [--no-network] -- PROGRAM ARGS…`, which restricts itself with Landlock (read and execute
-//! everywhere, write only under the writable roots and `/dev`; with the network off, no TCP
-//! connect or bind at all, Landlock ABI ≥ 4) and then `exec`s the program. The restriction
-//! is inherited by everything the kernel starts and cannot be lifted. No namespaces needed.
+//! [--tmpdir DIR] [--no-network] -- PROGRAM ARGS…`, which restricts itself with Landlock and
+//! then `exec`s the program. The restriction is inherited by everything the kernel starts
+//! and cannot be lifted. No namespaces needed.
 //!
-//! Landlock only grants, never takes back below a grant, so a `.git` directory inside the
-//! workspace stays writable under this backend; UDP and Unix sockets are not covered.
+//! What it grants: reading and running everything; writing only under the granted paths
+//! (the workspace in workspace-write, the blocks' private temp dir, which becomes `$TMPDIR`,
+//! and the kernels' figure directories) and to a few devices (`/dev/null`, the terminal…;
+//! not `/dev/shm`, which is the host's). The real temp dir is not writable, so nothing of
+//! oi-tui's there can be created, replaced or linked from inside.
+//!
+//! Landlock only grants, never takes back below a grant. So where oi-tui's own files lie
+//! under the workspace (the config and data directories when the workspace is the home
+//! directory), the workspace itself is not granted: its entries are, one by one, all but
+//! those that lead to oi-tui's files, down to them (see [`grants`]). The directories on the
+//! way stay unwritable: a block cannot create a new entry right in them, and entries made
+//! there after the kernel started are not writable either. A `.git` directory in the
+//! workspace stays writable under this backend.
+//!
+//! With the network off: no TCP connect or bind (Landlock ABI 4), no connection to an
+//! abstract Unix socket made outside the sandbox (ABI 6), and no UDP or raw sockets (a
+//! seccomp filter, see `seccomp`). Signals to processes outside the sandbox are refused
+//! always (ABI 6).
 //!
 //! The same trampoline serves bubblewrap with `--foreground` alone: inside the sandbox it
 //! makes the kernel the terminal's foreground process group, apart from bwrap.
@@ -16,8 +31,10 @@ use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus, path_beneath_rules,
+    RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
+
+use crate::exec::Private;
 
 use super::Network;
 
@@ -51,13 +68,70 @@ pub(super) fn available() -> Result<(), String> {
     }
 }
 
-/// `oi-tui __sandbox-exec … --` for these writable roots.
-pub(super) fn prefix(roots: &[PathBuf], network: Network, exe: &Path) -> Vec<OsString> {
-    let mut args: Vec<OsString> = vec![exe.into(), TRAMPOLINE.into(), "--landlock".into()];
+/// The devices a block may write: the terminal and the harmless ones (not `/dev/shm`).
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// What to grant for these writable roots so that none of the protected paths under them
+/// is writable: a root that holds no protected path is granted whole; one that does is not
+/// granted itself, but each of its entries is, except a protected one, and except one that
+/// leads to a protected path, which is treated the same way in turn. Links are never
+/// granted (a grant follows them).
+pub(super) fn grants(roots: &[PathBuf], protected: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
     for root in roots {
-        args.push("--write".into());
-        args.push(root.clone().into());
+        carve(root, protected, &mut out);
     }
+    out
+}
+
+fn carve(dir: &Path, protected: &[PathBuf], out: &mut Vec<PathBuf>) {
+    if protected.iter().any(|p| p == dir) {
+        return;
+    }
+    if !protected.iter().any(|p| p.starts_with(dir)) {
+        out.push(dir.to_path_buf());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut children: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir() || t.is_file()))
+        .map(|e| e.path())
+        .collect();
+    children.sort();
+    for child in children {
+        carve(&child, protected, out);
+    }
+}
+
+/// `oi-tui __sandbox-exec … --` for these grants.
+pub(super) fn prefix(
+    grants: &[PathBuf],
+    private: &Private,
+    network: Network,
+    exe: &Path,
+) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![exe.into(), TRAMPOLINE.into(), "--landlock".into()];
+    for path in grants
+        .iter()
+        .chain([&private.tmp, &private.figures])
+    {
+        args.push("--write".into());
+        args.push(path.clone().into());
+    }
+    args.push("--tmpdir".into());
+    args.push(private.tmp.clone().into());
     if network == Network::Off {
         args.push("--no-network".into());
     }
@@ -73,6 +147,8 @@ struct Plan {
     /// Become the terminal's foreground process group first.
     foreground: bool,
     writable: Vec<PathBuf>,
+    /// The blocks' temp dir, set as `$TMPDIR`.
+    tmpdir: Option<PathBuf>,
     network: Network,
     program: Vec<OsString>,
 }
@@ -82,6 +158,7 @@ fn parse(args: &[OsString]) -> Result<Plan, String> {
         landlock: false,
         foreground: false,
         writable: Vec::new(),
+        tmpdir: None,
         network: Network::On,
         program: Vec::new(),
     };
@@ -91,6 +168,10 @@ fn parse(args: &[OsString]) -> Result<Plan, String> {
             Some("--write") => match it.next() {
                 Some(dir) => plan.writable.push(PathBuf::from(dir)),
                 None => return Err("--write needs a directory".to_string()),
+            },
+            Some("--tmpdir") => match it.next() {
+                Some(dir) => plan.tmpdir = Some(PathBuf::from(dir)),
+                None => return Err("--tmpdir needs a directory".to_string()),
             },
             Some("--no-network") => plan.network = Network::Off,
             Some("--landlock") => plan.landlock = true,
@@ -119,16 +200,22 @@ fn restrict(plan: &Plan) -> Result<(), String> {
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(FS_ABI))
         .map_err(fail)?;
+    // Signals to processes outside the sandbox (oi-tui itself among them): where the
+    // kernel's Landlock knows how to refuse them.
+    ruleset = ruleset.scope(Scope::Signal).map_err(fail)?;
     if plan.network == Network::Off {
         ruleset = ruleset
             .set_compatibility(CompatLevel::HardRequirement)
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
             .map_err(|e| {
                 format!("cannot turn the network off: this kernel's Landlock is too old ({e})")
-            })?;
+            })?
+            .set_compatibility(CompatLevel::BestEffort)
+            .scope(Scope::AbstractUnixSocket)
+            .map_err(fail)?;
     }
     let mut writable = plan.writable.clone();
-    writable.push(PathBuf::from("/dev"));
+    writable.extend(DEVICES.iter().map(PathBuf::from).filter(|p| p.exists()));
     let status = ruleset
         .create()
         .map_err(fail)?
@@ -138,6 +225,10 @@ fn restrict(plan: &Plan) -> Result<(), String> {
         .map_err(fail)?
         .restrict_self()
         .map_err(fail)?;
+    if plan.network == Network::Off {
+        super::seccomp::deny_datagram_and_raw_sockets()
+            .map_err(|e| format!("cannot turn the network off: {e}"))?;
+    }
     if status.ruleset == RulesetStatus::NotEnforced {
         return Err("Landlock is not enforced by this kernel".to_string());
     }
@@ -175,6 +266,10 @@ pub fn trampoline_main(args: &[OsString]) -> i32 {
     if plan.foreground {
         take_foreground();
     }
+    if let Some(tmpdir) = &plan.tmpdir {
+        // SAFETY: the trampoline is single-threaded; nothing else reads the environment.
+        unsafe { std::env::set_var("TMPDIR", tmpdir) };
+    }
     if plan.landlock
         && let Err(e) = restrict(&plan)
     {
@@ -197,19 +292,61 @@ mod tests {
 
     #[test]
     fn the_prefix_round_trips_through_the_parser() {
-        let roots = vec![PathBuf::from("/tmp"), PathBuf::from("/home/ada/x y")];
-        let mut args = prefix(&roots, Network::Off, Path::new("/x/oi-tui"));
+        let roots = vec![PathBuf::from("/home/ada/x y")];
+        let private = Private {
+            kernels: PathBuf::from("/p/k"),
+            figures: PathBuf::from("/p/f"),
+            tmp: PathBuf::from("/p/t"),
+        };
+        let mut args = prefix(&roots, &private, Network::Off, Path::new("/x/oi-tui"));
         assert_eq!(args[1], OsString::from(TRAMPOLINE));
         assert_eq!(args[0], OsString::from("/x/oi-tui"));
         args.push("python3".into());
         args.push("-i".into());
         let plan = parse(&args[2..]).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(plan.writable, roots);
+        assert_eq!(
+            plan.writable,
+            vec![roots[0].clone(), private.tmp.clone(), private.figures.clone()]
+        );
+        assert_eq!(plan.tmpdir, Some(private.tmp.clone()));
         assert!(plan.landlock && !plan.foreground);
         assert_eq!(plan.network, Network::Off);
         assert_eq!(plan.program, vec![OsString::from("python3"), "-i".into()]);
         assert!(parse(&["--write".into()]).is_err());
         assert!(parse(&["--".into()]).is_err());
         assert!(parse(&["--bogus".into()]).is_err());
+        assert!(parse(&["--tmpdir".into()]).is_err());
+    }
+
+    /// A workspace that holds oi-tui's files is granted entry by entry, without them and
+    /// without the directories that lead to them; a workspace that holds none is granted
+    /// whole; links are never granted.
+    #[test]
+    fn grants_leave_out_protected_paths_and_the_way_to_them() {
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let h = home.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        for dir in [".config/oi-tui", ".config/other", "proj/src", ".local/share/oi-tui"] {
+            std::fs::create_dir_all(h.join(dir)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::write(h.join("notes.txt"), "x").unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink("/etc", h.join("etc-link")).unwrap_or_else(|e| panic!("{e}"));
+        let protected = vec![h.join(".config/oi-tui"), h.join(".local/share/oi-tui")];
+        let got = grants(std::slice::from_ref(&h), &protected);
+        assert!(got.contains(&h.join("proj")), "{got:?}");
+        assert!(got.contains(&h.join("notes.txt")), "{got:?}");
+        assert!(got.contains(&h.join(".config/other")), "{got:?}");
+        for never in [
+            h.clone(),
+            h.join(".config"),
+            h.join(".config/oi-tui"),
+            h.join(".local"),
+            h.join(".local/share"),
+            h.join(".local/share/oi-tui"),
+            h.join("etc-link"),
+        ] {
+            assert!(!got.contains(&never), "{never:?} in {got:?}");
+        }
+        let elsewhere = h.join("proj");
+        assert_eq!(grants(std::slice::from_ref(&elsewhere), &protected), vec![elsewhere]);
     }
 }

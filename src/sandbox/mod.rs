@@ -11,6 +11,7 @@
 mod bubblewrap;
 mod denial;
 mod landlock;
+mod seccomp;
 pub mod remote;
 
 use std::ffi::OsString;
@@ -82,7 +83,12 @@ impl Resolved {
             Network::On => "the network is on",
             Network::Off => "the network is off (connections are refused)",
         };
-        let tmp = std::env::temp_dir().display().to_string();
+        let tmp = match self.backend {
+            Some(Backend::Bubblewrap) => std::env::temp_dir().display().to_string(),
+            _ => crate::exec::private_dirs()
+                .map(|p| p.tmp.display().to_string())
+                .unwrap_or_else(|_| "$TMPDIR".to_string()),
+        };
         match (self.settings.mode, self.backend) {
             (_, None) if self.refusal.is_some() => {
                 "none is available, so no block can run now; tell the user".to_string()
@@ -90,11 +96,11 @@ impl Resolved {
             (SandboxMode::Off, _) | (_, None) => {
                 "none: code runs with all of the user's permissions".to_string()
             }
-            (SandboxMode::ReadOnly, Some(_)) => {
-                format!("code may write only under the temp dir ({tmp}); {net}")
-            }
+            (SandboxMode::ReadOnly, Some(_)) => format!(
+                "code may write only under a private temp dir ({tmp}), which is emptied when oi-tui exits; {net}. Writes elsewhere fail with a read-only or permission error"
+            ),
             (SandboxMode::WorkspaceWrite, Some(_)) => format!(
-                "code may write only under the working directory and the temp dir ({tmp}); {net}. Writes elsewhere fail with a read-only or permission error"
+                "code may write only under the working directory and a private temp dir ({tmp}), which is emptied when oi-tui exits: save what the user should keep in the working directory; {net}. Writes elsewhere fail with a read-only or permission error"
             ),
         }
     }
@@ -151,7 +157,8 @@ pub fn detect() -> Detection {
 
 /// oi-tui's own files (the user's config, the data directory with the store and the trust
 /// record, the project's rules file): kept read-only inside the sandbox even when they lie
-/// under a writable directory (bubblewrap; Landlock cannot take back part of a tree).
+/// under a writable directory (bubblewrap binds them read-only again; Landlock leaves the
+/// directories that lead to them unwritable, see `landlock::grants`).
 static PROTECTED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 /// Names oi-tui's own files, which blocks must not change (see `PROTECTED`).
@@ -166,29 +173,39 @@ pub fn protect(paths: impl IntoIterator<Item = PathBuf>) {
 }
 
 /// The protected paths that exist and lie under one of the roots (never one that holds a
-/// root: that would take the workspace's writability away).
-fn protected_under(roots: &[PathBuf]) -> Vec<PathBuf> {
-    let protected = PROTECTED.lock().map(|p| p.clone()).unwrap_or_default();
-    protected
+/// root: that would take the workspace's writability away), with `extra` (oi-tui's kernel
+/// directories).
+fn protected_under(roots: &[PathBuf], extra: &[&Path]) -> Vec<PathBuf> {
+    let mut protected = PROTECTED.lock().map(|p| p.clone()).unwrap_or_default();
+    protected.extend(extra.iter().map(|p| p.to_path_buf()));
+    let mut found: Vec<PathBuf> = protected
         .into_iter()
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .filter(|p| roots.iter().any(|r| p.starts_with(r)))
         .filter(|p| !roots.iter().any(|r| r.starts_with(p)))
-        .collect()
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
-/// The directories a kernel may write under these settings.
+/// The workspace when blocks may write it (workspace-write), as a real path.
+fn workspace(mode: SandboxMode, cwd: &Path) -> Option<PathBuf> {
+    (mode == SandboxMode::WorkspaceWrite)
+        .then(|| std::fs::canonicalize(cwd).ok())
+        .flatten()
+}
+
+/// The directories a kernel may write under these settings, as the person knows them: the
+/// working directory (workspace-write) and the blocks' private temp dir (seen as `/tmp`
+/// and `$TMPDIR` inside bubblewrap), with the kernels' figure directories.
 pub fn writable_roots(mode: SandboxMode, cwd: &Path) -> Vec<PathBuf> {
-    let mut roots = vec![std::env::temp_dir()];
-    if mode == SandboxMode::WorkspaceWrite {
-        roots.push(cwd.to_path_buf());
+    let mut roots: Vec<PathBuf> = workspace(mode, cwd).into_iter().collect();
+    if let Ok(private) = crate::exec::private_dirs() {
+        roots.push(private.tmp.clone());
+        roots.push(private.figures.clone());
     }
-    let mut real: Vec<PathBuf> = roots
-        .into_iter()
-        .filter_map(|p| std::fs::canonicalize(p).ok())
-        .collect();
-    real.dedup();
-    real
+    roots
 }
 
 /// Nothing in force yet; when the sandbox is off, that is all (with the refusal of a
@@ -219,10 +236,18 @@ pub fn resolve(settings: SandboxSettings, cwd: &Path) -> Resolved {
         Err(off) => return off,
     };
     match detect() {
-        Ok(backend) => {
-            resolved.backend = Some(backend);
-            resolved.prefix = prefix(backend, settings, cwd);
-        }
+        Ok(backend) => match prefix(backend, settings, cwd) {
+            Ok(prefix) => {
+                resolved.backend = Some(backend);
+                resolved.prefix = prefix;
+            }
+            Err(why) => {
+                resolved.refusal = Some(format!(
+                    "the {} sandbox cannot be set up: {why}. Free the temp dir, or run with --sandbox off to run blocks unprotected.",
+                    settings.mode.name()
+                ));
+            }
+        },
         Err(why) if settings.explicit => {
             resolved.refusal = Some(format!(
                 "the {} sandbox was asked for, but no sandbox is available ({why}). Install bubblewrap, or run with --sandbox off to run blocks unprotected.",
@@ -240,25 +265,46 @@ pub fn resolve(settings: SandboxSettings, cwd: &Path) -> Resolved {
 
 /// The command prefix that runs a program under a backend (the trampoline being this
 /// executable).
-pub fn prefix(backend: Backend, settings: SandboxSettings, cwd: &Path) -> Vec<OsString> {
+pub fn prefix(
+    backend: Backend,
+    settings: SandboxSettings,
+    cwd: &Path,
+) -> Result<Vec<OsString>, String> {
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("oi-tui"));
     prefix_with(backend, settings, cwd, &exe)
 }
 
-/// The command prefix, with `exe` (an oi-tui binary) as the trampoline.
+/// The command prefix, with `exe` (an oi-tui binary) as the trampoline. Fails only when
+/// oi-tui's private directories cannot be made.
 pub fn prefix_with(
     backend: Backend,
     settings: SandboxSettings,
     cwd: &Path,
     exe: &Path,
-) -> Vec<OsString> {
-    let roots = writable_roots(settings.mode, cwd);
-    match backend {
-        Backend::Bubblewrap => {
-            bubblewrap::prefix(&roots, &protected_under(&roots), settings.network, exe)
-        }
-        Backend::Landlock => landlock::prefix(&roots, settings.network, exe),
-    }
+) -> Result<Vec<OsString>, String> {
+    let private = crate::exec::private_dirs()?;
+    let workspace = workspace(settings.mode, cwd);
+    let roots: Vec<PathBuf> = workspace.iter().cloned().collect();
+    let protected = protected_under(&roots, &[&private.kernels]);
+    let real_cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    Ok(match backend {
+        Backend::Bubblewrap => bubblewrap::prefix(
+            &bubblewrap::Plan {
+                cwd: &real_cwd,
+                writable: workspace.is_some(),
+                private,
+                protected: &protected,
+                network: settings.network,
+            },
+            exe,
+        ),
+        Backend::Landlock => landlock::prefix(
+            &landlock::grants(&roots, &protected),
+            private,
+            settings.network,
+            exe,
+        ),
+    })
 }
 
 /// `oi-tui sandbox status`: what is in force, and why.

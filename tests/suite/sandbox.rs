@@ -233,7 +233,8 @@ async fn an_interrupt_stops_the_block_and_keeps_the_sandboxed_kernel() {
                 SandboxSettings::default(),
                 &config.cwd,
                 Path::new(env!("CARGO_BIN_EXE_oi-tui")),
-            );
+            )
+            .expect("the sandbox's prefix");
         });
         let kernels = Arc::new(kernels);
         let (first, _) = run(&kernels, Language::Python, "x = 5").await;
