@@ -528,7 +528,23 @@ pub fn load(
     // The project file's rules, when the user trusted it as it is.
     crate::project_rules::apply(&cwd, &data_dir, &mut rules, &mut warnings);
     // Blocks must not rewrite the rules, the trust or the store, even from a workspace
-    // that holds them.
+    // that holds them, nor create them where they are absent: the platform's config
+    // directory and the data directory are made now (0700, empty), so that the sandbox
+    // can keep them read-only. (A project file that a block writes is not trusted, so it
+    // does not apply; see `project_rules`.)
+    for dir in [
+        default_config_path().and_then(|p| p.parent().map(Path::to_path_buf)),
+        Some(data_dir.clone()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir);
+    }
     crate::sandbox::protect(
         [
             config_path.clone().or_else(default_config_path),

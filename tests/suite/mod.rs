@@ -25,6 +25,7 @@ mod remote_kernels;
 mod replay;
 mod safe_text;
 mod sandbox;
+mod sandbox_boundary;
 mod secrets;
 mod sessions;
 mod sessions_browser;

@@ -10,15 +10,15 @@ use std::time::Duration;
 
 use super::model_server::{ModelServer, Reply};
 
-const BACKENDS: [&str; 2] = ["bubblewrap", "landlock"];
+pub(super) const BACKENDS: [&str; 2] = ["bubblewrap", "landlock"];
 
 /// A workspace, a private temp dir, and a directory outside both, under one temp root.
-struct Layout {
+pub(super) struct Layout {
     root: tempfile::TempDir,
 }
 
 impl Layout {
-    fn new() -> Layout {
+    pub(super) fn new() -> Layout {
         let root = tempfile::tempdir().expect("dir");
         for sub in ["ws", "tmp", "outside", "config"] {
             std::fs::create_dir(root.path().join(sub)).expect("mkdir");
@@ -26,11 +26,11 @@ impl Layout {
         Layout { root }
     }
 
-    fn path(&self, sub: &str) -> PathBuf {
+    pub(super) fn path(&self, sub: &str) -> PathBuf {
         self.root.path().join(sub)
     }
 
-    fn command(&self, backend: &str) -> tokio::process::Command {
+    pub(super) fn command(&self, backend: &str) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"));
         cmd.current_dir(self.path("ws"))
             .env("OI_TUI_SANDBOX_BACKEND", backend)
@@ -46,7 +46,7 @@ impl Layout {
     }
 
     /// `-y --task` against the scripted server, with extra flags before it.
-    async fn task(&self, backend: &str, server: &ModelServer, extra: &[&str]) -> Output {
+    pub(super) async fn task(&self, backend: &str, server: &ModelServer, extra: &[&str]) -> Output {
         let base = server.base("openai");
         let mut cmd = self.command(backend);
         cmd.args(extra)
@@ -58,11 +58,11 @@ impl Layout {
     }
 }
 
-async fn run(cmd: tokio::process::Command) -> Output {
+pub(super) async fn run(cmd: tokio::process::Command) -> Output {
     super::support::output_within(cmd).await
 }
 
-fn text(out: &Output) -> String {
+pub(super) fn text(out: &Output) -> String {
     format!(
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),

@@ -1,0 +1,229 @@
+//! The sandbox's boundary against a hostile block, with the real binary under both backends
+//! and every sandbox mode: nothing oi-tui writes for a block can be redirected by one (a
+//! link planted where the next block's code file goes), root is no stronger than any user
+//! (no remount, no bind, no capabilities), blocks have their own `/tmp` and `/dev/shm`, and
+//! oi-tui's own config directory cannot be created from inside when it is absent.
+
+use std::process::Output;
+
+use super::model_server::{ModelServer, Reply};
+use super::sandbox::{BACKENDS, Layout, run, text};
+
+/// Python that plants `block-N.EXT` links for the next blocks, pointing at `target`, in its
+/// own kernel's directory (found from its command line) and in every oi-tui directory of
+/// the temp dirs it can see; it prints how many it planted.
+fn plant(target: &std::path::Path, tmp: &std::path::Path) -> String {
+    format!(
+        r#"import glob, os
+target = {target:?}
+dirs = set()
+for arg in open('/proc/self/cmdline', 'rb').read().split(b'\0'):
+    arg = arg.decode(errors='replace')
+    if arg.endswith('/control'):
+        dirs.add(os.path.dirname(arg))
+for base in ('/tmp', {tmp:?}, os.environ.get('TMPDIR', '/tmp')):
+    for d in glob.glob(os.path.join(base, 'oi-tui-*')) + glob.glob(os.path.join(base, 'oi-tui-*', '*')):
+        if os.path.isdir(d):
+            dirs.add(d)
+planted = 0
+for d in dirs:
+    for n in range(2, 6):
+        for ext in ('py', 'sh'):
+            try:
+                os.symlink(target, os.path.join(d, 'block-%d.%s' % (n, ext)))
+                planted += 1
+            except OSError:
+                pass
+print('PLANTED', planted, 'IN', len(dirs))
+"#,
+        target = target.display().to_string(),
+        tmp = tmp.display().to_string(),
+    )
+}
+
+/// A link planted where oi-tui would write the next block's code does not make oi-tui write
+/// there: under each backend, in each sandbox mode, the file outside keeps its content.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_planted_link_does_not_redirect_the_next_blocks_code() {
+    for backend in BACKENDS {
+        for mode in ["read-only", "workspace-write"] {
+            let layout = Layout::new();
+            let victim = layout.path("outside").join("victim.txt");
+            std::fs::write(&victim, "keep").expect("victim");
+            let server = ModelServer::start(vec![
+                Reply::tool("python", &plant(&victim, &layout.path("tmp"))),
+                Reply::tool("python", "print('SECOND-' + 'RAN')"),
+                Reply::tool("shell", "echo THIRD-RAN"),
+                Reply::text("Done."),
+            ])
+            .await;
+            let out = layout
+                .task(backend, &server, &["--sandbox", mode])
+                .await;
+            let all = text(&out);
+            assert!(all.contains("PLANTED"), "{backend} {mode}: block 1 ran:\n{all}");
+            assert!(all.contains("SECOND-RAN"), "{backend} {mode}:\n{all}");
+            assert!(all.contains("THIRD-RAN"), "{backend} {mode}:\n{all}");
+            assert_eq!(
+                std::fs::read_to_string(&victim).expect("victim"),
+                "keep",
+                "{backend} {mode}: oi-tui wrote a block's code through a planted link:\n{all}"
+            );
+        }
+    }
+}
+
+/// `oi-tui sandbox -- sh -c SCRIPT` under a backend.
+async fn sandboxed(layout: &Layout, backend: &str, script: &str) -> Output {
+    let mut cmd = layout.command(backend);
+    cmd.args(["sandbox", "--", "sh", "-c", script]);
+    run(cmd).await
+}
+
+/// Root (the suite runs as root here) gets nothing from the sandbox: no remount of the read-only
+/// file system, no bind of an outside directory into the workspace, no capabilities, no new
+/// user namespace with them.
+#[tokio::test(flavor = "multi_thread")]
+async fn root_cannot_remount_or_bind_its_way_out_under_bubblewrap() {
+    let layout = Layout::new();
+    let outside = layout.path("outside");
+    let ws = layout.path("ws");
+    std::fs::create_dir(ws.join("mnt")).expect("mnt");
+    let script = format!(
+        "grep CapEff /proc/self/status; \
+         mount -o remount,rw,bind / && echo REMOUNTED; \
+         mount --bind '{outside}' '{ws}/mnt' && echo BOUND; \
+         mount -o remount,rw,bind '{ws}/mnt' && echo REBOUND; \
+         echo x > '{ws}/mnt/through-bind'; \
+         echo x > '{outside}/direct'; \
+         unshare -Urm sh -c 'mount -o remount,rw,bind / && echo NESTED-REMOUNTED; echo x > {outside}/nested'; \
+         echo DONE",
+        outside = outside.display(),
+        ws = ws.display()
+    );
+    let out = sandboxed(&layout, "bubblewrap", &script).await;
+    let all = text(&out);
+    assert!(all.contains("DONE"), "{all}");
+    assert!(all.contains("CapEff:\t0000000000000000"), "{all}");
+    for word in ["REMOUNTED", "BOUND", "REBOUND", "NESTED-REMOUNTED"] {
+        assert!(
+            !all.lines().any(|l| l.trim() == word),
+            "{word}: {all}"
+        );
+    }
+    for file in ["through-bind", "direct", "nested"] {
+        assert!(!outside.join(file).exists(), "{file} was written:\n{all}");
+    }
+}
+
+/// Blocks have a `/tmp` and a `/dev/shm` of their own: what they write there is not in this
+/// machine's, and this machine's files there are not theirs to see (bubblewrap); under
+/// Landlock the real temp dir and `/dev/shm` are not writable, and `$TMPDIR` is a private
+/// directory that is.
+#[tokio::test(flavor = "multi_thread")]
+async fn blocks_have_their_own_tmp_and_dev_shm() {
+    let name = format!("oi-tui-test-{}", std::process::id());
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let shm = std::path::Path::new("/dev/shm").join(&name);
+        let tmp = std::path::Path::new("/tmp").join(&name);
+        let seen = std::path::Path::new("/tmp").join(format!("{name}-seen"));
+        std::fs::write(&seen, "host").expect("seen");
+        let script = format!(
+            "echo x > {shm} && echo SHM-WROTE; echo x > {tmp} && echo TMP-WROTE; \
+             echo x > \"$TMPDIR/own\" && echo TMPDIR-WROTE; \
+             cat {seen} 2>/dev/null; echo DONE",
+            shm = shm.display(),
+            tmp = tmp.display(),
+            seen = seen.display(),
+        );
+        let out = sandboxed(&layout, backend, &script).await;
+        let all = text(&out);
+        let _ = std::fs::remove_file(&seen);
+        let shm_there = shm.exists();
+        let tmp_there = tmp.exists();
+        let _ = std::fs::remove_file(&shm);
+        let _ = std::fs::remove_file(&tmp);
+        assert!(all.contains("DONE"), "{backend}: {all}");
+        assert!(!shm_there, "{backend}: a block wrote this machine's /dev/shm:\n{all}");
+        assert!(!tmp_there, "{backend}: a block wrote this machine's /tmp:\n{all}");
+        assert!(all.contains("TMPDIR-WROTE"), "{backend}: {all}");
+        if backend == "bubblewrap" {
+            assert!(all.contains("SHM-WROTE") && all.contains("TMP-WROTE"), "{all}");
+            assert!(!all.contains("host"), "the real /tmp is visible: {all}");
+        }
+    }
+}
+
+/// With the home directory as the workspace and no oi-tui config directory yet, a block
+/// cannot create one (with the sandbox turned off in it): the next run's sandbox is the same.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_cannot_create_an_absent_config() {
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let home = layout.path("ws");
+        let config_home = home.join(".config");
+        let code = "mkdir -p .config/oi-tui && printf '[sandbox]\\nmode = \"off\"\\n' > .config/oi-tui/config.toml; echo cfg-$?; touch free; echo free-$?";
+        let server =
+            ModelServer::start(vec![Reply::tool("shell", code), Reply::text("Done.")]).await;
+        let mut cmd = layout.command(backend);
+        cmd.env("HOME", &home)
+            .env("XDG_CONFIG_HOME", &config_home)
+            .args(["-y", "--task", "go", "--model", "openai/scripted"])
+            .args(["--api-base", &server.base("openai"), "--api-key", "k"]);
+        let all = text(&run(cmd).await);
+        assert!(all.contains("cfg-"), "{backend}: the block ran:\n{all}");
+        assert!(!all.contains("cfg-0"), "{backend}: the config was written:\n{all}");
+        assert!(
+            !config_home.join("oi-tui/config.toml").exists(),
+            "{backend}: {all}"
+        );
+        let mut cmd = layout.command(backend);
+        cmd.env("HOME", &home)
+            .env("XDG_CONFIG_HOME", &config_home)
+            .args(["sandbox", "status"]);
+        let status = text(&run(cmd).await);
+        assert!(
+            status.contains(&format!("sandbox workspace-write ({backend})")),
+            "{backend}: {status}"
+        );
+    }
+}
+
+/// With the network off under Landlock, UDP to 127.0.0.1 and an abstract Unix socket made
+/// outside are out of reach too (bubblewrap's network namespace already holds them off).
+#[tokio::test(flavor = "multi_thread")]
+async fn network_off_under_landlock_stops_udp_and_abstract_sockets() {
+    use std::os::linux::net::SocketAddrExt;
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+        udp.set_nonblocking(true).expect("nonblocking");
+        let port = udp.local_addr().expect("addr").port();
+        let abstract_name = format!("oi-tui-test-{}-{backend}", std::process::id());
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(abstract_name.as_bytes())
+            .expect("abstract name");
+        let unix = std::os::unix::net::UnixListener::bind_addr(&addr).expect("abstract");
+        unix.set_nonblocking(true).expect("nonblocking");
+        let code = format!(
+            "import socket\n\
+             try:\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n    s.sendto(b'hi', ('127.0.0.1', {port}))\n    print('UDP-' + 'SENT')\n\
+             except OSError as e:\n    print('UDP-' + 'BLOCKED', e.errno)\n\
+             try:\n    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n    u.connect('\\0{abstract_name}')\n    print('ABSTRACT-' + 'CONNECTED')\n\
+             except OSError as e:\n    print('ABSTRACT-' + 'BLOCKED', e.errno)\n"
+        );
+        let server =
+            ModelServer::start(vec![Reply::tool("python", &code), Reply::text("Done.")]).await;
+        let out = layout.task(backend, &server, &["--network", "off"]).await;
+        let all = text(&out);
+        // Under bubblewrap the datagram goes to the sandbox's own loopback, and is lost
+        // there; under Landlock the socket cannot be made.
+        if backend == "landlock" {
+            assert!(all.contains("UDP-BLOCKED"), "{backend}:\n{all}");
+        }
+        assert!(all.contains("ABSTRACT-BLOCKED"), "{backend}:\n{all}");
+        let mut buf = [0u8; 8];
+        assert!(udp.recv_from(&mut buf).is_err(), "{backend}: UDP arrived");
+        assert!(unix.accept().is_err(), "{backend}: the abstract socket was reached");
+    }
+}
