@@ -38,9 +38,23 @@ pub fn prefix(resolved: &Resolved, bwrap: &str, workdir: &str, session_dir: &str
     if resolved.backend.is_none() {
         return Vec::new();
     }
-    let mut args: Vec<String> = [bwrap, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev"]
-        .map(sh_quote)
-        .to_vec();
+    // /dev made anew (with a /dev/shm of the kernel's own) but for the host's terminals;
+    // every capability dropped, for root too (see the local backend's notes).
+    let mut args: Vec<String> = [
+        bwrap,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--dev-bind",
+        "/dev/pts",
+        "/dev/pts",
+        "--cap-drop",
+        "ALL",
+    ]
+    .map(sh_quote)
+    .to_vec();
     let mut bind = |flag: &str, path: &str| {
         args.extend([flag.to_string(), sh_quote(path), sh_quote(path)]);
     };
@@ -123,7 +137,7 @@ mod tests {
         );
         let text = args.join(" ");
         assert!(
-            text.starts_with("'/usr/bin/bwrap' '--ro-bind' '/' '/'"),
+            text.starts_with("'/usr/bin/bwrap' '--ro-bind' '/' '/' '--dev' '/dev' '--dev-bind' '/dev/pts' '/dev/pts' '--cap-drop' 'ALL'"),
             "{text}"
         );
         assert!(text.contains("--bind '/srv/work' '/srv/work'"), "{text}");
