@@ -527,6 +527,8 @@ pub fn load(
         .unwrap_or_else(default_data_dir);
     // The project file's rules, when the user trusted it as it is.
     crate::project_rules::apply(&cwd, &data_dir, &mut rules, &mut warnings);
+    // The sandbox stops what they deny as it starts, however a block spelled it.
+    crate::sandbox::enforce_deny_rules(rules.deny_commands());
     // Blocks must not rewrite the rules, the trust or the store, even from a workspace
     // that holds them, nor create them where they are absent: the platform's config
     // directory and the data directory are made now (0700, empty), so that the sandbox

@@ -167,6 +167,15 @@ impl Rules {
             .any(|e| e.rule.decision == Decision::Deny && !super::tools::is_tool_rule(&e.rule.text))
     }
 
+    /// The deny rules on commands (not on MCP tools), as written.
+    pub fn deny_commands(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|e| e.rule.decision == Decision::Deny && !super::tools::is_tool_rule(&e.rule.text))
+            .map(|e| e.rule.text.clone())
+            .collect()
+    }
+
     /// Whether there are no rules at all.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()

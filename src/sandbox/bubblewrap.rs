@@ -175,12 +175,9 @@ pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
     // Inside, the trampoline takes the terminal's foreground away from bwrap, which stays
     // outside as the monitor: Ctrl-C and interrupts then reach the kernel alone, not bwrap
     // (which would die of SIGINT and take the kernel with it).
-    args.extend([
-        exe.into(),
-        super::TRAMPOLINE.into(),
-        "--foreground".into(),
-        "--".into(),
-    ]);
+    args.extend([exe.into(), super::TRAMPOLINE.into(), "--foreground".into()]);
+    args.extend(super::exec_guard::args(&super::deny_rules()));
+    args.push("--".into());
     args
 }
 

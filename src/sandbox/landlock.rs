@@ -132,6 +132,7 @@ pub(super) fn prefix(
     }
     args.push("--tmpdir".into());
     args.push(private.tmp.clone().into());
+    args.extend(super::exec_guard::args(&super::deny_rules()));
     if network == Network::Off {
         args.push("--no-network".into());
     }
@@ -149,6 +150,8 @@ struct Plan {
     writable: Vec<PathBuf>,
     /// The blocks' temp dir, set as `$TMPDIR`.
     tmpdir: Option<PathBuf>,
+    /// Deny rules to enforce as programs start (see `exec_guard`).
+    deny: Vec<String>,
     network: Network,
     program: Vec<OsString>,
 }
@@ -159,6 +162,7 @@ fn parse(args: &[OsString]) -> Result<Plan, String> {
         foreground: false,
         writable: Vec::new(),
         tmpdir: None,
+        deny: Vec::new(),
         network: Network::On,
         program: Vec::new(),
     };
@@ -172,6 +176,10 @@ fn parse(args: &[OsString]) -> Result<Plan, String> {
             Some("--tmpdir") => match it.next() {
                 Some(dir) => plan.tmpdir = Some(PathBuf::from(dir)),
                 None => return Err("--tmpdir needs a directory".to_string()),
+            },
+            Some("--deny") => match it.next().and_then(|r| r.to_str()) {
+                Some(rule) => plan.deny.push(rule.to_string()),
+                None => return Err("--deny needs a rule".to_string()),
             },
             Some("--no-network") => plan.network = Network::Off,
             Some("--landlock") => plan.landlock = true,
@@ -275,6 +283,9 @@ pub fn trampoline_main(args: &[OsString]) -> i32 {
     {
         eprintln!("oi-tui sandbox: {e}");
         return 126;
+    }
+    if !plan.deny.is_empty() {
+        return super::tracer::run(&plan.program, &plan.deny);
     }
     let err = std::process::Command::new(&plan.program[0])
         .args(&plan.program[1..])

@@ -10,8 +10,10 @@
 
 mod bubblewrap;
 mod denial;
+mod exec_guard;
 mod landlock;
 mod seccomp;
+mod tracer;
 pub mod remote;
 
 use std::ffi::OsString;
@@ -170,6 +172,21 @@ pub fn protect(paths: impl IntoIterator<Item = PathBuf>) {
             }
         }
     }
+}
+
+/// The deny rules on commands, which the sandbox enforces as programs start (see
+/// `exec_guard`).
+static DENY_RULES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Sets the deny rules that kernels started from now on enforce as programs start.
+pub fn enforce_deny_rules(rules: Vec<String>) {
+    if let Ok(mut deny) = DENY_RULES.lock() {
+        *deny = rules;
+    }
+}
+
+fn deny_rules() -> Vec<String> {
+    DENY_RULES.lock().map(|d| d.clone()).unwrap_or_default()
 }
 
 /// The protected paths that exist and lie under one of the roots (never one that holds a

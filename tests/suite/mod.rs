@@ -7,6 +7,7 @@ mod engine_calls;
 mod engine_items;
 mod engine_ops;
 mod escalation;
+mod exec_guard;
 mod export_notebook;
 mod headless;
 mod images;
