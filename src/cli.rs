@@ -238,7 +238,7 @@ pub enum Command {
     /// Browse, search, show, export, rename and delete saved sessions.
     Sessions(crate::sessions::SessionsArgs),
     /// Show the sandbox in force (`sandbox status`), or run one command in it
-    /// (`sandbox -- CMD…`), with the same flags and config as blocks get.
+    /// (`sandbox -- CMD…`), with the same flags, config and environment as blocks get.
     Sandbox(SandboxArgs),
     /// Review the rules of this directory's project file (.oi-tui.toml) and trust them, so
     /// that they apply; `--revoke` forgets the trust.

@@ -186,8 +186,17 @@ fn sandbox_command(command: &[std::ffi::OsString], settings: &config::Settings) 
             let Some((program, rest)) = line.split_first() else {
                 return USAGE_ERROR;
             };
+            // The environment blocks get (without secrets; `[env]` applies), with the
+            // terminal's own TERM: the command runs in it, not in a kernel's PTY.
             let mut cmd = std::process::Command::new(program);
-            cmd.args(rest).current_dir(&settings.cwd);
+            cmd.args(rest)
+                .current_dir(&settings.cwd)
+                .env_clear()
+                .envs(settings.kernel_env())
+                .env("OI_TUI", "1");
+            if let Some(term) = std::env::var_os("TERM") {
+                cmd.env("TERM", term);
+            }
             match cmd.status() {
                 Ok(status) => status.code().unwrap_or(128 + 1),
                 Err(e) => {

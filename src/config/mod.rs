@@ -54,7 +54,7 @@ pub struct FileSettings {
     pub theme: Option<String>,
     /// Key bindings: action -> key (`run = "y"`, `quit = "ctrl-q"`).
     pub keys: Option<BTreeMap<String, String>>,
-    /// The kernels' environment (`[env]`: `inherit`, `keep`, `set`).
+    /// The kernels' environment (`[env]`: `inherit`, `pass` (or `keep`), `set`).
     pub env: Option<crate::secrets::EnvSettings>,
     /// When blocks run without a question: `ask`, `rules` or `auto` (`--approval`).
     pub approval: Option<crate::protocol::ApprovalMode>,
@@ -187,7 +187,8 @@ pub struct Settings {
     pub keys: BTreeMap<String, String>,
     /// How the workbench draws images (`[tui] images`, `--images`).
     pub images: tui::ImageMode,
-    /// The kernels' environment: what they inherit, keep and get set.
+    /// The kernels' environment: what they inherit, what is passed to them though secret,
+    /// and what is set.
     pub env: crate::secrets::EnvSettings,
     /// `--approval` (or `approval =`), when said; else `-y` means auto and the face decides.
     pub approval: Option<crate::protocol::ApprovalMode>,
@@ -224,9 +225,9 @@ impl Settings {
             .or(self.provider_only)
     }
 
-    /// The one redactor of this process: the values of its secret-named variables (see
-    /// `secrets::is_secret_name`), those `[env] set` gives secret names, and the configured
-    /// API key.
+    /// The one redactor of this process: the values of its secret variables (see
+    /// `secrets::is_secret`: by name, or a URL with a password), those of `[env] set`, and
+    /// the configured API key.
     pub fn redactor(&self) -> crate::secrets::Redactor {
         let configured: Vec<&str> = self.api_key.iter().map(|k| k.expose()).collect();
         let set = self.env.set.iter().map(|(k, v)| (k.clone(), v.clone()));

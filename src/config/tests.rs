@@ -171,6 +171,35 @@ fn the_env_section_is_read_and_checked() {
 }
 
 #[test]
+fn env_pass_lets_names_through_and_keep_still_works() {
+    let file = "[env]\npass = [\"DB_PASS\", \"SSH_AUTH_SOCK\"]\nkeep = [\"MY_TOKEN\"]\n";
+    let s = load_with(file, FlagSettings::default(), &[]).unwrap();
+    let process = [
+        ("DB_PASS", "hunter2hunter2"),
+        ("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.1"),
+        ("MY_TOKEN", "tok-0123456789"),
+        ("OTHER_PASS", "other-pass-123"),
+        ("DATABASE_URL", "postgres://u:s3cret-pw@h/db"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()));
+    let env = crate::secrets::kernel_env(process, &s.env, None);
+    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, ["DB_PASS", "MY_TOKEN", "SSH_AUTH_SOCK"]);
+
+    for (bad, why) in [
+        ("pass = [\"A=B\"]", "not a variable name"),
+        ("pass = [\"\"]", "not a variable name"),
+        ("pass = [\" DB_PASS\"]", "space"),
+        ("keep = [\"A\\u0000B\"]", "not a variable name"),
+    ] {
+        let err = load_with(&format!("[env]\n{bad}\n"), FlagSettings::default(), &[]).unwrap_err();
+        assert!(err.contains("[env] ") && err.contains(why), "{bad}: {err}");
+    }
+    let err = load_with("[env]\npass = \"DB_PASS\"\n", FlagSettings::default(), &[]).unwrap_err();
+    assert!(err.contains("config.toml:2:"), "{err}");
+}
+
+#[test]
 fn kernels_get_a_filtered_environment_and_the_redactor_knows_the_key() {
     let file = "model = \"openai/x\"\napi_key = \"sk-from-the-file-123\"\n[env]\nset = { DB_PASSWORD = \"set-password-123\", PLAIN = \"v\" }\n";
     let s = load_with(file, FlagSettings::default(), &[]).unwrap();

@@ -263,31 +263,9 @@ impl Kernels {
         self.link.lock().await.clone().filter(|l| !l.is_lost())
     }
 
-    /// The environment `ssh` gets (in full: it starts from nothing else), so that no
-    /// `SendEnv` can carry a secret to the host: the kernels' own (secrets filtered out by
-    /// the engine; over this process's, without what looks like a secret, when the kernels
-    /// inherit it), and what `ssh` itself needs to find the person's keys and agent, which
-    /// an environment cut to the core leaves out.
+    /// The environment `ssh` gets (see `ssh_env`), from this process's.
     fn ssh_env(&self) -> Vec<(OsString, OsString)> {
-        const FOR_SSH: &[&str] = &[
-            "HOME",
-            "USER",
-            "LOGNAME",
-            "PATH",
-            "SSH_AUTH_SOCK",
-            "SSH_AGENT_PID",
-            "KRB5CCNAME",
-        ];
-        let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
-            .filter(|(k, _)| {
-                let name = k.to_string_lossy();
-                FOR_SSH.contains(&name.as_ref())
-                    || (!self.config.clear_env && !crate::secrets::env::is_secret_name(&name))
-            })
-            .collect();
-        env.retain(|(k, _)| !self.config.env.iter().any(|(c, _)| c == k));
-        env.extend(self.config.env.iter().cloned());
-        env
+        ssh_env(std::env::vars_os(), &self.config.env, self.config.clear_env)
     }
 
     /// Runs a block in its language's kernel, starting the kernel if needed. Every output
@@ -651,5 +629,92 @@ impl Kernels {
     /// Stops one language's kernel, if it runs.
     pub async fn restart(&self, language: Language) {
         self.kernels.lock().await.remove(&language);
+    }
+}
+
+/// What `ssh` needs of `process` to find the person's keys and agent, which an environment
+/// cut to the core leaves out. `SSH_AUTH_SOCK`, which local kernels never get (whoever has
+/// it can log in as the person), is for `ssh` alone: the agent is what logs it in.
+const FOR_SSH: &[&str] = &[
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "PATH",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "KRB5CCNAME",
+];
+
+/// The environment `ssh` gets (in full: it starts from nothing else), so that no `SendEnv`
+/// can carry a secret to the host: the kernels' own (`kernel_env`: secrets filtered out by
+/// the engine; over `process`, without what looks like a secret, when the kernels inherit
+/// it, `clear_env` false), and `FOR_SSH` from `process`.
+fn ssh_env(
+    process: impl Iterator<Item = (OsString, OsString)>,
+    kernel_env: &[(OsString, OsString)],
+    clear_env: bool,
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = process
+        .filter(|(k, v)| {
+            let name = k.to_string_lossy();
+            FOR_SSH.contains(&name.as_ref())
+                || (!clear_env && !crate::secrets::is_secret(&name, &v.to_string_lossy()))
+        })
+        .collect();
+    env.retain(|(k, _)| !kernel_env.iter().any(|(c, _)| c == k));
+    env.extend(kernel_env.iter().cloned());
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(list: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        list.iter().map(|(k, v)| (k.into(), v.into())).collect()
+    }
+
+    fn names(env: &[(OsString, OsString)]) -> Vec<String> {
+        let mut names: Vec<String> = env
+            .iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// `ssh` keeps the agent that kernels lose, and gets no secret either way.
+    #[test]
+    fn ssh_gets_the_agent_and_no_secret() {
+        let process = vars(&[
+            ("PATH", "/usr/bin"),
+            ("HOME", "/home/a"),
+            ("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.1"),
+            ("DB_PASS", "hunter2hunter2"),
+            ("DATABASE_URL", "postgres://u:pw-0123456@h/db"),
+            ("OPENAI_API_KEY", "sk-x"),
+            ("PLAIN", "1"),
+        ]);
+        // The engine's way: the kernels' filtered environment, which lacks the agent.
+        let kernel_env = crate::secrets::kernel_env(
+            process
+                .iter()
+                .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into())),
+            &crate::secrets::EnvSettings::default(),
+            None,
+        );
+        let kernel_env: Vec<(OsString, OsString)> = kernel_env
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        assert!(!names(&kernel_env).contains(&"SSH_AUTH_SOCK".to_string()));
+        let env = ssh_env(process.clone().into_iter(), &kernel_env, true);
+        assert_eq!(names(&env), ["HOME", "PATH", "PLAIN", "SSH_AUTH_SOCK"]);
+        // Kernels that inherit this process's environment.
+        let env = ssh_env(process.into_iter(), &vars(&[("EXTRA", "1")]), false);
+        assert_eq!(
+            names(&env),
+            ["EXTRA", "HOME", "PATH", "PLAIN", "SSH_AUTH_SOCK"]
+        );
     }
 }

@@ -1,14 +1,21 @@
 //! The environment kernels start with: this process's (all of it, the core of it, or none),
 //! without secrets, plus what the config file sets.
 //!
-//! A secret is a variable whose name contains KEY, SECRET, TOKEN, PASSWORD, PASSWD or
-//! CREDENTIAL (any case: `GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`, `PGPASSWORD`,
-//! `npm_config__authToken`), or whose value is the configured API key. `[env] keep` names
-//! variables to pass on anyway (their values are still redacted from what oi-tui writes).
+//! A secret is a variable whose name holds KEY, SECRET, TOKEN, PASS (PASSWORD, PASSWD),
+//! CREDENTIAL, AUTH or COOKIE (any case: `GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
+//! `PGPASSWORD`, `DB_PASS`, `SSH_AUTH_SOCK`, `npm_config__authToken`; see `shape` for the
+//! names that hold a word without being secrets, such as `XAUTHORITY`), whose value holds a
+//! URL with a password (`postgres://u:pw@host/db`), or whose value is the configured API
+//! key. `[env] pass` names variables to pass on anyway (their values are still redacted from
+//! what oi-tui writes); `keep` is its older name, still read.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+
+use super::shape::is_secret;
+#[cfg(test)]
+use super::shape::is_secret_name;
 
 /// Which of this process's variables kernels inherit (before secrets are taken out).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -29,7 +36,10 @@ pub enum Inherit {
 pub struct EnvSettings {
     #[serde(default)]
     pub inherit: Inherit,
-    /// Names passed on even though they look like secrets.
+    /// Names passed on even though they look like secrets (`[env] pass`).
+    #[serde(default)]
+    pub pass: Vec<String>,
+    /// The older name of `pass`, still read (the two lists add up).
     #[serde(default)]
     pub keep: Vec<String>,
     /// Variables set for kernels, over the inherited ones.
@@ -37,12 +47,11 @@ pub struct EnvSettings {
     pub set: BTreeMap<String, String>,
 }
 
-const SECRET_WORDS: &[&str] = &["KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL"];
-
-/// Whether a variable's name marks it as a secret.
-pub fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    SECRET_WORDS.iter().any(|w| upper.contains(w))
+impl EnvSettings {
+    /// Whether `[env] pass` (or `keep`) lets `name` through.
+    pub fn passes(&self, name: &str) -> bool {
+        self.pass.iter().chain(&self.keep).any(|p| p == name)
+    }
 }
 
 /// The variables `inherit = "core"` keeps.
@@ -74,8 +83,8 @@ pub fn is_core_name(name: &str) -> bool {
 }
 
 /// The kernels' environment, in full (kernels start from it alone): `process` filtered by
-/// `settings.inherit`, without secrets (unless kept) and without any variable whose value
-/// is the configured `api_key`, then `settings.set` on top. Kept names pass whatever
+/// `settings.inherit`, without secrets (unless passed) and without any variable whose value
+/// is the configured `api_key`, then `settings.set` on top. Passed names pass whatever
 /// `inherit` says. Sorted by name.
 pub fn kernel_env(
     process: impl IntoIterator<Item = (String, String)>,
@@ -91,8 +100,8 @@ pub fn kernel_env(
                 Inherit::Core => is_core_name(name),
                 Inherit::None => false,
             };
-            settings.keep.iter().any(|k| k == name)
-                || (inherited && !is_secret_name(name) && key.is_none_or(|k| value != k))
+            settings.passes(name)
+                || (inherited && !is_secret(name, value) && key.is_none_or(|k| value != k))
         })
         .collect();
     for (name, value) in &settings.set {
@@ -103,11 +112,22 @@ pub fn kernel_env(
 
 /// Checks `[env]` values a type cannot: names must be usable as variable names.
 pub(crate) fn validate(settings: &EnvSettings) -> Result<(), String> {
-    let bad = |name: &str| name.is_empty() || name.contains('=') || name.contains('\0');
-    for name in settings.keep.iter().chain(settings.set.keys()) {
-        if bad(name) {
+    let lists = [("pass", &settings.pass), ("keep", &settings.keep)];
+    let named = lists
+        .iter()
+        .flat_map(|(key, names)| names.iter().map(move |n| (*key, n)))
+        .chain(settings.set.keys().map(|n| ("set", n)));
+    for (key, name) in named {
+        if name.is_empty() || name.contains('=') || name.contains('\0') {
             return Err(format!(
-                "[env]: `{name}` is not a variable name (no `=`, no NUL, not empty)"
+                "[env] {key}: `{}` is not a variable name (no `=`, no NUL, not empty)",
+                name.escape_debug()
+            ));
+        }
+        if name.chars().any(char::is_whitespace) {
+            return Err(format!(
+                "[env] {key}: `{}` holds a space or another blank; variable names do not",
+                name.escape_debug()
             ));
         }
     }
@@ -171,6 +191,84 @@ mod tests {
         assert_eq!(
             names(&kernel_env(process(), &s, None)),
             ["EXTRA", "MY_SERVICE_TOKEN"]
+        );
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn pass_auth_and_cookie_names_are_secrets() {
+        for name in [
+            "DB_PASS",
+            "SMTP_PASS",
+            "MYSQL_PASSWD",
+            "PGPASSWORD",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "SSH_AUTH_SOCK",
+            "HTTP_AUTHORIZATION",
+            "PROXY_AUTHORISATION",
+            "OAUTH_CLIENT",
+            "BASIC_AUTH",
+            "RABBITMQ_ERLANG_COOKIE",
+            "session_cookie",
+            // An askpass program answers for the person, as the SSH agent does.
+            "GIT_ASKPASS",
+            "SSH_ASKPASS",
+            // The rest of a name still counts.
+            "PASSWORD_STORE_KEY",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn names_that_merely_contain_the_words_are_not_secrets() {
+        for name in [
+            // X11 programs need it; it names a file, which blocks can read anyway.
+            "XAUTHORITY",
+            "ICEAUTHORITY",
+            // Who wrote a commit.
+            "GIT_AUTHOR_NAME",
+            "GIT_AUTHOR_EMAIL",
+            // pass's settings (the store's files are encrypted).
+            "PASSWORD_STORE_DIR",
+            "PASSWORD_STORE_CLIP_TIME",
+            "COOKIECUTTER_CONFIG",
+            "PATH",
+            "HOME",
+            "CLASSPATH",
+        ] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn new_shapes_are_left_out_of_kernels() {
+        let env = pairs(&[
+            ("PATH", "/usr/bin"),
+            ("DB_PASS", "hunter2hunter2"),
+            ("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.1"),
+            ("XAUTHORITY", "/run/user/1/Xauthority"),
+            ("GIT_AUTHOR_NAME", "Ada Lovelace"),
+            ("DATABASE_URL", "postgres://u:s3cret-pw@db.example/app"),
+            ("REDIS", "redis://:pw@h1:6379/0"),
+            ("PUBLIC_URL", "https://user@example.org:8080/@scope/x"),
+            ("MIRROR", "https://example.org/a:b@c"),
+        ]);
+        let kept = kernel_env(env, &EnvSettings::default(), None);
+        assert_eq!(
+            names(&kept),
+            [
+                "GIT_AUTHOR_NAME",
+                "MIRROR",
+                "PATH",
+                "PUBLIC_URL",
+                "XAUTHORITY"
+            ]
         );
     }
 

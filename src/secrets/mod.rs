@@ -7,10 +7,12 @@
 
 pub(crate) mod env;
 mod modes;
+mod shape;
 mod stream;
 
-pub use env::{EnvSettings, Inherit, is_core_name, is_secret_name, kernel_env};
+pub use env::{EnvSettings, Inherit, is_core_name, kernel_env};
 pub use modes::{private_dir, private_file, tighten};
+pub use shape::{is_secret, is_secret_name, url_passwords};
 pub use stream::StreamRedactor;
 
 use serde::Serialize;
@@ -37,13 +39,12 @@ pub struct Redactor {
 }
 
 impl Redactor {
-    /// The values of the variables in `env` whose names mark them as secrets (see
-    /// `is_secret_name`), and the `configured` keys.
+    /// The values of the variables in `env` that are secrets (see `is_secret`), the
+    /// passwords of the URLs in them (see `shape::secret_values`), and the `configured` keys.
     pub fn new(env: impl IntoIterator<Item = (String, String)>, configured: &[&str]) -> Redactor {
         let values = env
             .into_iter()
-            .filter(|(k, _)| is_secret_name(k))
-            .map(|(_, v)| v)
+            .flat_map(|(k, v)| shape::secret_values(&k, &v))
             .chain(configured.iter().map(|s| s.to_string()));
         Redactor::from_values(values)
     }
@@ -156,6 +157,31 @@ mod tests {
         assert_eq!(
             r.clean(text),
             "[REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED] 1 /home/someone"
+        );
+    }
+
+    #[test]
+    fn passwords_in_urls_are_redacted_whatever_the_name() {
+        let r = Redactor::new(
+            vec![
+                (
+                    "DATABASE_URL".into(),
+                    "postgres://app:s3cret-pw%40x@db.internal:5432/app".into(),
+                ),
+                ("DB_PASS".into(), "hunter2hunter2".into()),
+                ("HOMEPAGE".into(), "https://example.org/x:y@z".into()),
+            ],
+            &[],
+        );
+        // The whole value, the password as written and as a program reads it.
+        let text = "url=postgres://app:s3cret-pw%40x@db.internal:5432/app \
+                    other=postgres://app:s3cret-pw%40x@db.internal/other \
+                    bare=s3cret-pw@x pass=hunter2hunter2 page=https://example.org/x:y@z";
+        assert_eq!(
+            r.clean(text),
+            "url=[REDACTED] \
+                    other=postgres://app:[REDACTED]@db.internal/other \
+                    bare=[REDACTED] pass=[REDACTED] page=https://example.org/x:y@z"
         );
     }
 

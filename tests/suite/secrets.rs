@@ -1,5 +1,5 @@
 //! Secrets stay out, with the real binary and the scripted model server: kernels start
-//! without secret variables (unless `[env] keep` names them), and the values of secrets are
+//! without secret variables (unless `[env] pass` names them), and the values of secrets are
 //! `[REDACTED]` in the transcript, `--json` events, every request to the model, every file
 //! under the data directory and error messages; the data directory and store are private.
 
@@ -33,6 +33,17 @@ impl Home {
 
     /// `--task TASK` against the server, with the key and a token in the environment.
     async fn task(&self, server: &ModelServer, task: &str, extra: &[&str]) -> Output {
+        self.task_with(server, task, extra, &[]).await
+    }
+
+    /// `task`, with more variables in oi-tui's environment.
+    async fn task_with(
+        &self,
+        server: &ModelServer,
+        task: &str,
+        extra: &[&str],
+        vars: &[(&str, &str)],
+    ) -> Output {
         let base = server.base("openai");
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"));
         cmd.args([
@@ -55,6 +66,7 @@ impl Home {
         .env_remove("OI_TUI_MODEL")
         .env_remove("OI_TUI_API_BASE")
         .env_remove("OI_TUI_CONFIG")
+        .envs(vars.iter().copied())
         .stdin(Stdio::null())
         .kill_on_drop(true);
         super::support::output_within(cmd).await
@@ -309,4 +321,139 @@ async fn code_files_are_private_and_a_cleared_environment_is_exactly_the_one_giv
     let file = result.file.expect("an HTML file");
     assert_eq!(mode(&file), 0o600);
     assert_eq!(mode(&dir.path().join("html")), 0o700);
+}
+
+const DB_PASS: &str = "db-pa55-0123456789";
+const URL_PASSWORD: &str = "u-rl-pa55w0rd-42";
+const AGENT: &str = "/nonexistent/ssh-agent.sock";
+
+/// The variables only their shape marks: a name with PASS, a URL with a password (under a
+/// name that says nothing), and the SSH agent's socket.
+fn shaped() -> [(&'static str, String); 3] {
+    [
+        ("DB_PASS", DB_PASS.to_string()),
+        (
+            "DATABASE_URL",
+            format!("postgres://app:{URL_PASSWORD}@127.0.0.1:5432/app"),
+        ),
+        ("SSH_AUTH_SOCK", AGENT.to_string()),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_known_by_their_shape_reach_no_kernel_output_request_or_file() {
+    let block = "env; echo url-$DATABASE_URL; cat dsn.txt";
+    let server = ModelServer::start(vec![
+        Reply::tool("shell", block),
+        Reply::text("Seen."),
+        Reply::tool("shell", block),
+        Reply::text("Seen."),
+    ])
+    .await;
+    let home = Home::new();
+    // The block finds the password another way, as a program reading a config file would.
+    std::fs::write(
+        home.path().join("dsn.txt"),
+        format!("dsn postgres://app:{URL_PASSWORD}@127.0.0.1/other\npw {URL_PASSWORD}\n"),
+    )
+    .unwrap();
+    let vars = shaped();
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    for json in [false, true] {
+        let mut extra = vec!["-y"];
+        if json {
+            extra.push("--json");
+        }
+        let out = home.task_with(&server, "look", &extra, &vars).await;
+        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{all}");
+        assert!(all.contains("PATH="), "env ran: {all}");
+        for name in ["DB_PASS=", "DATABASE_URL=", "SSH_AUTH_SOCK="] {
+            assert!(!all.contains(name), "the kernel had {name}: {all}");
+        }
+        assert!(
+            all.contains("dsn postgres://app:[REDACTED]@127.0.0.1/other"),
+            "{all}"
+        );
+        assert!(all.contains("pw [REDACTED]"), "{all}");
+        for secret in [DB_PASS, URL_PASSWORD, AGENT] {
+            assert!(!all.contains(secret), "printed {secret}: {all}");
+        }
+    }
+    let chats = server.chats();
+    assert_eq!(chats.len(), 4);
+    assert!(chats[1].all_text().contains("pw [REDACTED]"));
+    for secret in [DB_PASS, URL_PASSWORD, AGENT] {
+        for request in &chats {
+            let sent = request.all_text();
+            assert!(!sent.contains(secret), "sent {secret}: {sent}");
+        }
+        for (path, bytes) in files(&home.data()) {
+            assert!(
+                !contains(&bytes, secret),
+                "{} holds {secret}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn env_pass_lets_a_variable_through_still_redacted() {
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "shell",
+            "echo pass-$DB_PASS; echo sock-${SSH_AUTH_SOCK:-none}",
+        ),
+        Reply::text("Seen."),
+    ])
+    .await;
+    let home = Home::new();
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, "[env]\npass = [\"DB_PASS\"]\n").unwrap();
+    let vars = shaped();
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let extra = ["-y", "--config", config.to_str().unwrap()];
+    let out = home.task_with(&server, "pass", &extra, &vars).await;
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("pass-[REDACTED]"), "{all}");
+    assert!(all.contains("sock-none"), "{all}");
+    assert!(!all.contains(DB_PASS), "{all}");
+    assert!(!server.chats()[1].all_text().contains(DB_PASS));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_command_gets_the_environment_blocks_get() {
+    let home = Home::new();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"));
+    cmd.args(["sandbox", "--", "env"])
+        .current_dir(home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_DATA_HOME", home.path().join("share"))
+        .env("OPENAI_API_KEY", KEY)
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("PLAIN_SETTING", "visible")
+        .envs(shaped())
+        .env_remove("OI_TUI_CONFIG")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let out = super::support::output_within(cmd).await;
+    let shown = text(&out.stdout);
+    let all = format!("{shown}{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    for name in [
+        "OPENAI_API_KEY=",
+        "GITHUB_TOKEN=",
+        "DB_PASS=",
+        "DATABASE_URL=",
+        "SSH_AUTH_SOCK=",
+    ] {
+        assert!(!shown.contains(name), "CMD got {name}: {all}");
+    }
+    for secret in [KEY, TOKEN, DB_PASS, URL_PASSWORD] {
+        assert!(!all.contains(secret), "{all}");
+    }
+    assert!(shown.contains("PLAIN_SETTING=visible"), "{all}");
+    assert!(shown.contains("OI_TUI=1"), "{all}");
 }
