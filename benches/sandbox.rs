@@ -1,6 +1,8 @@
 //! Sandbox figures: the cold start of a Python and a shell kernel (start, run a trivial
 //! block, stop) with no sandbox, under bubblewrap and under Landlock. Target: a sandbox adds
-//! at most 15 ms.
+//! at most 15 ms. Then the cost of deny rules enforced as programs start (the trampoline as
+//! tracer): the time added to each `execve` (1,000 `/bin/true` from a shell and from
+//! Python; target < 1 ms), and to a program that starts nothing (target 0).
 //!
 //! Run with `cargo bench --bench sandbox`. Prints one line a figure; asserts nothing, since
 //! figures on a shared machine are for reading, not for failing a build.
@@ -39,6 +41,71 @@ fn main() {
             }
         }
     });
+    exec_checks();
+}
+
+/// Wall time of `program` run by the trampoline under Landlock, with or without a deny rule
+/// (so traced or not): the median of a few runs.
+fn traced_run(program: &[&str], deny: bool) -> Duration {
+    let tmp = std::env::temp_dir();
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"));
+        cmd.args(["__sandbox-exec", "--landlock", "--write"]).arg(&tmp);
+        if deny {
+            cmd.args(["--deny", "rm"]);
+        }
+        cmd.arg("--").args(program);
+        let start = Instant::now();
+        let status = cmd.status().expect("trampoline");
+        times.push(start.elapsed());
+        assert!(status.success(), "{program:?}");
+    }
+    median(times)
+}
+
+fn exec_checks() {
+    const EXECS: f64 = 1000.0;
+    let cases: [(&str, &[&str], bool); 3] = [
+        (
+            "1,000 execs from sh",
+            &["sh", "-c", "i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done"],
+            true,
+        ),
+        (
+            "1,000 execs from python",
+            &[
+                "python3",
+                "-c",
+                "import subprocess\nfor _ in range(1000): subprocess.run(['/bin/true'])",
+            ],
+            true,
+        ),
+        (
+            "no exec (python loop)",
+            &["python3", "-c", "sum(range(20_000_000))"],
+            false,
+        ),
+    ];
+    for (name, program, per_exec) in cases {
+        let plain = traced_run(program, false);
+        let traced = traced_run(program, true);
+        let added = ms(traced) - ms(plain);
+        if per_exec {
+            println!(
+                "exec check     {name:<24} untraced {:>7.1} ms  traced {:>7.1} ms  ({:+.3} ms per exec, target < 1 ms)",
+                ms(plain),
+                ms(traced),
+                added / EXECS
+            );
+        } else {
+            println!(
+                "exec check     {name:<24} untraced {:>7.1} ms  traced {:>7.1} ms  ({added:+.1} ms, target 0)",
+                ms(plain),
+                ms(traced)
+            );
+        }
+    }
 }
 
 /// The prefix of a backend, with the trampoline being the oi-tui binary (not this bench).
