@@ -52,7 +52,7 @@ pub fn discover(cwd: &Path) -> Option<PathBuf> {
 /// Finds and reads the nearest `AGENTS.md` for a session in `cwd`. `resumed`: the session is a
 /// resumed one (the notice says the file was read again). `context_window`: the model's, in
 /// tokens (the notice warns when the file takes a large share of it).
-pub fn load(cwd: &Path, resumed: bool, context_window: u32) -> Loaded {
+pub fn load(cwd: &Path, resumed: bool, context_window: u32, data_dir: Option<&Path>) -> Loaded {
     let Some(path) = discover(cwd) else {
         return Loaded {
             section: None,
@@ -73,6 +73,14 @@ pub fn load(cwd: &Path, resumed: bool, context_window: u32) -> Loaded {
     };
     if text.text.trim().is_empty() {
         return unused("it is empty".to_string());
+    }
+    if let (Some(data_dir), Ok(bytes)) = (data_dir, std::fs::read(&path))
+        && super::agents_held::is_held(data_dir, &path, &bytes)
+    {
+        return unused(
+            "it was changed while blocks ran in an earlier session, so it is held back until you have read it: `oi-tui trust --agents-md` shows it and lets it through"
+                .to_string(),
+        );
     }
     let relative = relative_path(&path, cwd);
     let section = section(&relative, &text);
@@ -244,7 +252,7 @@ mod tests {
         std::fs::write(repo.join(FILE_NAME), "root rules").unwrap();
         std::fs::write(repo.join("a").join(FILE_NAME), "a rules").unwrap();
         assert_eq!(discover(&deep), Some(repo.join("a").join(FILE_NAME)));
-        let loaded = load(&deep, false, WINDOW);
+        let loaded = load(&deep, false, WINDOW, None);
         let section = loaded.section.unwrap();
         assert!(section.contains("a rules"), "{section}");
         assert!(!section.contains("root rules"), "{section}");
@@ -252,7 +260,7 @@ mod tests {
         std::fs::write(deep.join(FILE_NAME), "here").unwrap();
         assert_eq!(discover(&deep), Some(deep.join(FILE_NAME)));
         assert!(
-            load(&deep, false, WINDOW)
+            load(&deep, false, WINDOW, None)
                 .section
                 .unwrap()
                 .contains("(AGENTS.md)")
@@ -265,7 +273,7 @@ mod tests {
         std::fs::write(outer.path().join(FILE_NAME), "outside the repo").unwrap();
         assert_eq!(discover(&deep), None);
         assert_eq!(
-            load(&deep, false, WINDOW),
+            load(&deep, false, WINDOW, None),
             Loaded {
                 section: None,
                 notice: None
@@ -274,7 +282,7 @@ mod tests {
         std::fs::write(repo.join(FILE_NAME), "repo rules").unwrap();
         assert_eq!(discover(&deep), Some(repo.join(FILE_NAME)));
         assert!(
-            load(&deep, false, WINDOW)
+            load(&deep, false, WINDOW, None)
                 .section
                 .unwrap()
                 .contains("../../AGENTS.md")
@@ -309,7 +317,7 @@ mod tests {
         // Multi-byte characters across the limit: the cut falls between characters.
         let text = "é".repeat(MAX_BYTES);
         std::fs::write(repo.join(FILE_NAME), &text).unwrap();
-        let loaded = load(&repo, false, WINDOW);
+        let loaded = load(&repo, false, WINDOW, None);
         let section = loaded.section.unwrap();
         assert!(section.contains("is cut here"), "{}", &section[..200]);
         assert!(section.contains(&format!("it has {} bytes", text.len())));
@@ -329,7 +337,7 @@ mod tests {
     fn a_file_of_exactly_the_limit_is_whole() {
         let (_outer, repo, _deep) = tree();
         std::fs::write(repo.join(FILE_NAME), "x".repeat(MAX_BYTES)).unwrap();
-        let loaded = load(&repo, false, WINDOW);
+        let loaded = load(&repo, false, WINDOW, None);
         assert!(!loaded.section.unwrap().contains("is cut here"));
         assert!(!loaded.notice.unwrap().contains("only its first"));
     }
@@ -338,7 +346,7 @@ mod tests {
     fn unusable_files_are_said_and_add_nothing() {
         let (_outer, repo, deep) = tree();
         std::fs::write(repo.join(FILE_NAME), b"rules \xff\xfe here").unwrap();
-        let loaded = load(&deep, false, WINDOW);
+        let loaded = load(&deep, false, WINDOW, None);
         assert_eq!(loaded.section, None);
         let notice = loaded.notice.unwrap();
         assert!(notice.contains("not UTF-8"), "{notice}");
@@ -346,19 +354,19 @@ mod tests {
         assert!(notice.contains(&repo.join(FILE_NAME).display().to_string()));
 
         std::fs::create_dir(deep.join(FILE_NAME)).unwrap();
-        let loaded = load(&deep, false, WINDOW);
+        let loaded = load(&deep, false, WINDOW, None);
         assert_eq!(loaded.section, None);
         assert!(loaded.notice.unwrap().contains("is a directory"));
 
         std::fs::remove_dir(deep.join(FILE_NAME)).unwrap();
         std::fs::write(deep.join(FILE_NAME), " \n\t\n").unwrap();
-        let loaded = load(&deep, false, WINDOW);
+        let loaded = load(&deep, false, WINDOW, None);
         assert_eq!(loaded.section, None);
         assert!(loaded.notice.unwrap().contains("empty"));
 
         std::fs::remove_file(deep.join(FILE_NAME)).unwrap();
         std::os::unix::fs::symlink(deep.join("nowhere"), deep.join(FILE_NAME)).unwrap();
-        let loaded = load(&deep, false, WINDOW);
+        let loaded = load(&deep, false, WINDOW, None);
         assert_eq!(loaded.section, None);
         assert!(loaded.notice.unwrap().contains("link to nothing"));
     }
@@ -374,7 +382,7 @@ mod tests {
             // Running as root: permissions do not stop reading; nothing to check here.
             return;
         }
-        let loaded = load(&repo, false, WINDOW);
+        let loaded = load(&repo, false, WINDOW, None);
         assert_eq!(loaded.section, None);
         assert!(loaded.notice.unwrap().contains("cannot read it"));
     }
@@ -383,7 +391,7 @@ mod tests {
     fn the_notice_names_the_file_its_size_and_a_resume() {
         let (_outer, repo, deep) = tree();
         std::fs::write(repo.join(FILE_NAME), "y".repeat(1229)).unwrap();
-        let notice = load(&deep, false, WINDOW).notice.unwrap();
+        let notice = load(&deep, false, WINDOW, None).notice.unwrap();
         let path = repo.join(FILE_NAME).display().to_string();
         assert!(
             notice.starts_with(&format!(

@@ -10,6 +10,7 @@
 //! results go back into the history; the next round follows, until the model answers
 //! without code, the round limit is reached, the person interrupts, or the provider fails.
 
+pub mod agents_held;
 pub mod agents_md;
 mod calls;
 mod executor;
@@ -138,6 +139,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
             &config.kernels.cwd,
             !config.history.is_empty(),
             config.context_window,
+            config.data_dir.as_deref(),
         )
     } else {
         agents_md::Loaded {
@@ -163,6 +165,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
     let next_block = recorder.as_ref().map_or(1, |r| r.first_block());
     let policy = crate::policy::Policy::new(config.rules.clone(), config.kernels.cwd.clone());
     let vision_mode = config.vision;
+    let agents_held = agents_held::Watch::start(&config.kernels.cwd, config.data_dir.as_deref());
     let engine = Engine {
         policy,
         sandbox,
@@ -187,6 +190,7 @@ pub fn spawn(config: EngineConfig) -> Result<EngineHandle, LlmError> {
         moves: 0,
         callers_moves: std::collections::HashMap::new(),
         agents_md_notice: agents.notice,
+        agents_held,
         host_ready: false,
         vision: vision::Vision::new(vision_mode),
     };
@@ -232,6 +236,8 @@ struct Engine {
     callers_moves: std::collections::HashMap<String, u64>,
     /// What to say at the start about the project's `AGENTS.md`.
     agents_md_notice: Option<String>,
+    /// What blocks write to `AGENTS.md` is held back from later sessions.
+    agents_held: agents_held::Watch,
     /// The tool host's servers have been waited for (before the first request).
     host_ready: bool,
     /// The images of results, for vision models.
@@ -309,8 +315,22 @@ impl Engine {
             }
         }
         self.kernels.shutdown().await;
+        self.look_at_agents_md();
         if let Some(recorder) = &self.recorder {
             recorder.flush();
+        }
+    }
+
+    /// After blocks ran: an `AGENTS.md` they changed is held back from later sessions, and
+    /// that is said.
+    fn look_at_agents_md(&mut self) {
+        for path in self.agents_held.look() {
+            self.emit(Event::Notice {
+                message: format!(
+                    "{} changed while blocks ran: later sessions leave it out of the model's prompt until you have read it (oi-tui trust --agents-md shows it and lets it through).",
+                    crate::safe_text::visible(&path.display().to_string())
+                ),
+            });
         }
     }
 

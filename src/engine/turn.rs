@@ -658,6 +658,7 @@ impl Engine {
         }
         // The text form is whole here, so a secret split across chunks is caught too.
         let result = self.config.redactor.clean_value(result);
+        self.look_at_agents_md();
         self.vision_ran(block_id, &result.images);
         self.emit(Event::ExecFinished {
             block_id,
