@@ -418,7 +418,11 @@ fn the_workbench_says_what_a_failed_write_keeps_and_that_it_tries_again() {
     let mut app = super::tui_states::fresh();
     app.update(Msg::Engine(trouble));
     let screen = super::tui_states::screen(&mut app, 200, 30);
-    let last = screen.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let last = screen
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
     assert!(
         last.contains("NOT SAVED: no room left"),
         "the banner names the cause: {screen}"
