@@ -178,7 +178,7 @@ pub async fn run(settings: Settings, task: String, json: bool, resume: Option<&s
     out.finish();
     // A run whose session could not be saved whole does not end as a success.
     if let Some(recorder) = recorder {
-        let health = recorder.flush();
+        let health = recorder.close();
         if !health.all_saved() {
             eprintln!("oi-tui: error: {}", visible(&health.summary()));
             if status == 0 {

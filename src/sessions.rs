@@ -164,7 +164,7 @@ fn attach_resumed(
     let weak = Arc::downgrade(&recorder);
     crate::shutdown::on_exit(move || {
         if let Some(recorder) = weak.upgrade() {
-            recorder.flush_within(std::time::Duration::from_secs(2));
+            recorder.close_within(std::time::Duration::from_secs(2));
         }
     });
     config.recorder = Some(recorder);
@@ -182,7 +182,7 @@ pub fn unsaved() -> Vec<String> {
         .map(|o| o.iter().filter_map(std::sync::Weak::upgrade).collect())
         .unwrap_or_default();
     open.iter()
-        .map(|r| r.flush())
+        .map(|r| r.close())
         .filter(|health| !health.all_saved())
         .map(|health| health.summary())
         .collect()
@@ -267,15 +267,24 @@ fn command(store: &Store, command: SessionsCommand, redactor: &Redactor) -> Resu
             } else {
                 for r in rows {
                     crate::stdout::println(&format!(
-                        "{}  {}  {:<40}  {}  {}  ran {} · skipped {}",
+                        "{}  {}  {:<40}  {}  {}  ran {} · skipped {}{}",
                         r.id,
                         format_time(r.updated_at),
                         clip(&visible_line(&r.title), 40),
                         visible_line(&r.model),
                         visible_line(&r.cwd),
                         r.blocks_run,
-                        r.blocks_skipped
+                        r.blocks_skipped,
+                        if r.incomplete.is_some() {
+                            " · INCOMPLETE"
+                        } else {
+                            ""
+                        }
                     ));
+                    // Why, on a line of its own: a session not in the store whole.
+                    if let Some(why) = &r.incomplete {
+                        crate::stdout::println(&format!("    incomplete: {}", visible_line(why)));
+                    }
                 }
             }
         }

@@ -114,7 +114,7 @@ pub async fn run(settings: Settings, plan: Plan, timeout: Option<f64>, json: boo
     let _ = ops.send(Op::Shutdown);
     let _ = task.await;
     let replay_session = session.recorder.as_ref().and_then(|recorder| {
-        let health = recorder.flush();
+        let health = recorder.close();
         if !health.all_saved() {
             eprintln!("oi-tui: error: {}", visible(&health.summary()));
         }

@@ -44,6 +44,13 @@ impl Exported {
             s.directory(),
             super::format_time(s.created_at)
         );
+        if let Some(why) = &s.incomplete {
+            // Before the conversation: what follows is not all of it.
+            out.insert_str(
+                out.len() - 1,
+                &format!("- **incomplete**: {}\n", one_line(why)),
+            );
+        }
         for item in self.timeline() {
             match item {
                 Item::Message(m) => match m.role.as_str() {

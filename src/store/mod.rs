@@ -9,6 +9,7 @@
 mod export;
 mod formats;
 pub mod images;
+mod incomplete;
 mod notebook;
 mod read;
 mod record;
@@ -29,6 +30,7 @@ const BUSY_WAIT: Duration = Duration::from_secs(10);
 
 pub use export::{Item, decision_words, emphasis, escape, fence, shown_output, status_words};
 pub use formats::{Format, write_whole};
+pub use incomplete::STOPPED_EARLY;
 pub use read::{
     Exported, Hit, INTERRUPTED, SessionRow, StoredBlock, StoredEvent, StoredMessage, Transcript,
     format_time,
@@ -322,11 +324,42 @@ pub fn describe_at(e: &rusqlite::Error, path: &Path) -> String {
         e.sqlite_error_code(),
         Some(ErrorCode::SystemIoFailure | ErrorCode::CannotOpen)
     ) && free_space(path).is_some_and(|free| free < 256 * 1024);
-    if full {
+    let io = matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::SystemIoFailure | ErrorCode::DiskFull)
+    );
+    if io && let Some(limit) = file_size_limit_reached(path) {
+        format!("the file-size limit (ulimit -f) of {limit} bytes is reached ({e})")
+    } else if full {
         format!("the disk is full ({e})")
     } else {
         describe(e)
     }
+}
+
+/// The file-size limit (`ulimit -f`, RLIMIT_FSIZE) in bytes, when the store at `path` or its
+/// write-ahead log has grown to within a write of it.
+fn file_size_limit_reached(path: &Path) -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) writes into a local we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } != 0
+        || limit.rlim_cur == libc::RLIM_INFINITY
+    {
+        return None;
+    }
+    let limit: u64 = limit.rlim_cur;
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let largest = [path.to_path_buf(), PathBuf::from(wal)]
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .max()?;
+    // SQLite writes a page (with its frame header) at a time.
+    (largest + 128 * 1024 >= limit).then_some(limit)
 }
 
 /// Bytes free for unprivileged users on the file system that holds `path`'s directory.
@@ -380,6 +413,15 @@ pub fn create_schema_v1(path: &Path) -> Result<(), StoreError> {
 pub fn create_schema_v2(path: &Path) -> Result<(), StoreError> {
     let conn = Connection::open(path)?;
     schema::create_v2_only(&conn)?;
+    Ok(())
+}
+
+/// Writes the version-7 schema (the one before sessions were marked incomplete) into an
+/// empty database file, for tests of the migration.
+#[doc(hidden)]
+pub fn create_schema_v7(path: &Path) -> Result<(), StoreError> {
+    let conn = Connection::open(path)?;
+    schema::create_v7_only(&conn)?;
     Ok(())
 }
 

@@ -369,6 +369,7 @@ mod tests {
                 messages: 0,
                 blocks_run: 0,
                 blocks_skipped: 0,
+                incomplete: None,
             },
             messages: Vec::new(),
             blocks,

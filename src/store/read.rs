@@ -23,6 +23,10 @@ pub struct SessionRow {
     pub messages: i64,
     pub blocks_run: i64,
     pub blocks_skipped: i64,
+    /// Why the session is not in the store whole (its last writes failed, or oi-tui was
+    /// killed); None when it is, or while the oi-tui that writes it still runs.
+    #[serde(default)]
+    pub incomplete: Option<String>,
 }
 
 /// A search result: the session and a snippet with the match in `«` `»`.
@@ -132,8 +136,7 @@ pub struct Exported {
 
 pub type Transcript = Exported;
 
-const SESSION_COLUMNS: &str =
-    "id, title, created_at, updated_at, model, cwd, messages, blocks_run, blocks_skipped, executor";
+const SESSION_COLUMNS: &str = "id, title, created_at, updated_at, model, cwd, messages, blocks_run, blocks_skipped, executor, open_by, missing";
 
 fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
@@ -147,6 +150,10 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
         blocks_run: r.get(7)?,
         blocks_skipped: r.get(8)?,
         executor: r.get(9)?,
+        incomplete: super::incomplete::why_incomplete(
+            r.get::<_, Option<String>>(10)?.as_deref(),
+            r.get::<_, Option<String>>(11)?.as_deref(),
+        ),
     })
 }
 

@@ -40,6 +40,20 @@ pub(super) enum Write {
 }
 
 impl Write {
+    /// What kind of record it is, in words for the person (`block result`, `message`).
+    fn kind(&self) -> &'static str {
+        match self {
+            Write::Message(..) => "message",
+            Write::Event(Event::ExecFinished { .. } | Event::ToolFinished { .. }) => "block result",
+            Write::Event(Event::BlockProposed { .. }) => "proposed block",
+            Write::Event(
+                Event::ExecStarted { .. } | Event::ToolStarted { .. } | Event::BlockSkipped { .. },
+            ) => "decision",
+            Write::Event(_) => "event",
+            Write::Truncate(_) => "undo",
+        }
+    }
+
     /// Roughly how much memory it holds.
     fn size(&self) -> usize {
         match self {
@@ -60,6 +74,30 @@ enum Command {
     Wake,
     /// Write everything now (retrying what failed once more), then answer with the health.
     Flush(mpsc::SyncSender<StoreHealth>),
+    /// `Flush`, and once everything is written, clear the session's open mark: it is whole.
+    Close(mpsc::SyncSender<StoreHealth>),
+}
+
+/// Records counted by kind: `1 block result, 2 messages`.
+#[derive(Debug, Default, Clone)]
+struct Kinds(std::collections::BTreeMap<&'static str, usize>);
+
+impl Kinds {
+    fn add(&mut self, kind: &'static str) {
+        *self.0.entry(kind).or_default() += 1;
+    }
+
+    fn words(&self) -> String {
+        self.0
+            .iter()
+            .map(|(kind, n)| match (*n, *kind) {
+                (1, kind) => format!("1 {kind}"),
+                (n, "decision") => format!("{n} decisions"),
+                (n, kind) => format!("{n} {kind}s"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// How the recording stands.
@@ -71,6 +109,8 @@ pub struct StoreHealth {
     pub lost: usize,
     /// Why the last write failed; None when the last one succeeded.
     pub problem: Option<String>,
+    /// What the unsaved and lost steps are: `1 block result, 2 messages`.
+    pub what: String,
     /// The store's file.
     pub path: String,
 }
@@ -83,8 +123,13 @@ impl StoreHealth {
 
     /// A sentence for the end of a run: what could not be saved, and where.
     pub fn summary(&self) -> String {
+        let what = if self.what.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.what)
+        };
         let mut text = format!(
-            "{} of this session could not be saved to {}",
+            "{}{what} of this session could not be saved to {}",
             steps(self.unsaved + self.lost),
             self.path
         );
@@ -97,7 +142,9 @@ impl StoreHealth {
                 steps(self.lost)
             ));
         }
-        text.push('.');
+        text.push_str(
+            ". They are not in the store; `oi-tui sessions list` marks the session incomplete.",
+        );
         text
     }
 }
@@ -259,8 +306,28 @@ impl Recorder {
 
     /// `flush`, waiting at most `limit` (on the way out of a signal, time is short).
     pub fn flush_within(&self, limit: Duration) -> StoreHealth {
+        self.ask(Command::Flush, limit)
+    }
+
+    /// The session ends: writes everything (up to 10 s) and, when all of it is in the store,
+    /// clears the mark that makes `sessions list` call it incomplete (see `incomplete`).
+    /// Returns how the recording stands. A step recorded after this marks it open again.
+    pub fn close(&self) -> StoreHealth {
+        self.close_within(Duration::from_secs(10))
+    }
+
+    /// `close`, waiting at most `limit`.
+    pub fn close_within(&self, limit: Duration) -> StoreHealth {
+        self.ask(Command::Close, limit)
+    }
+
+    fn ask(
+        &self,
+        command: impl FnOnce(mpsc::SyncSender<StoreHealth>) -> Command,
+        limit: Duration,
+    ) -> StoreHealth {
         let (done, wait) = mpsc::sync_channel(1);
-        if self.tx.send(Command::Flush(done)).is_ok()
+        if self.tx.send(command(done)).is_ok()
             && let Ok(health) = wait.recv_timeout(limit)
         {
             return health;
@@ -313,6 +380,10 @@ struct Keeper {
     pending: VecDeque<Write>,
     pending_bytes: usize,
     lost: usize,
+    /// What the lost steps were.
+    lost_kinds: Kinds,
+    /// Lost steps already said in the session's record (`missing`).
+    lost_recorded: usize,
     /// Why the last write failed, while writes fail.
     failing: Option<String>,
     retry_at: Option<Instant>,
@@ -327,6 +398,8 @@ impl Keeper {
             pending: VecDeque::new(),
             pending_bytes: 0,
             lost: 0,
+            lost_kinds: Kinds::default(),
+            lost_recorded: 0,
             failing: None,
             retry_at: None,
             backoff: RETRY_FIRST,
@@ -351,9 +424,14 @@ impl Keeper {
                     let _ = done.send(self.health());
                     continue;
                 }
+                Ok(Command::Close(done)) => {
+                    self.close();
+                    let _ = done.send(self.health());
+                    continue;
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
-                    self.work(true);
+                    self.close();
                     return;
                 }
             }
@@ -366,9 +444,16 @@ impl Keeper {
         if let Write::Event(Event::ExecFinished { block_id, .. }) = &write {
             self.writer.block_ended(*block_id, &self.shared.live);
         }
+        // The end of a turn is a moment to try again at once (then the backoff goes on).
+        if let Write::Event(Event::TurnFinished { .. }) = &write
+            && self.failing.is_some()
+        {
+            self.retry_at = Some(Instant::now());
+        }
         let size = write.size();
         if self.pending_bytes + size > PENDING_BYTES {
             self.lost += 1;
+            self.lost_kinds.add(write.kind());
             let reason = self.failing.clone().unwrap_or_else(|| {
                 format!(
                     "a step of {} MB is more than oi-tui holds while a write waits",
@@ -387,6 +472,10 @@ impl Keeper {
     fn work(&mut self, force: bool) {
         if self.failing.is_some() && !force && self.retry_at.is_some_and(|at| Instant::now() < at) {
             return;
+        }
+        if self.failing.is_some() {
+            // A log grown to a file-size limit starts over (see `Writer::checkpoint`).
+            self.writer.checkpoint();
         }
         while let Some(write) = self.pending.front() {
             match self.writer.apply(write) {
@@ -411,6 +500,12 @@ impl Keeper {
             self.retry_at = None;
             self.backoff = RETRY_FIRST;
             self.set_health(None);
+            // What was lost is said in the session's record, now that it can be written.
+            if let Some(missing) = self.unrecorded_loss()
+                && self.writer.add_missing(&missing).is_ok()
+            {
+                self.lost_recorded = self.lost;
+            }
             let message = if self.lost > 0 {
                 format!(
                     "The session is being saved again; {} could not be kept while the store failed and {} missing from it.",
@@ -422,6 +517,32 @@ impl Keeper {
             };
             self.shared.tell(Event::StoreRecovered { message });
         }
+    }
+
+    /// The session ends: everything written, then its open mark cleared (with what was lost,
+    /// if anything, said in its record). While writes fail the mark stays, so that
+    /// `sessions list` calls the session incomplete even if oi-tui stops now.
+    fn close(&mut self) {
+        self.work(true);
+        if self.failing.is_some() || !self.pending.is_empty() {
+            return;
+        }
+        let missing = self.unrecorded_loss();
+        match self.writer.close(missing.as_deref()) {
+            Ok(()) => self.lost_recorded = self.lost,
+            Err(e) => self.failed(&e),
+        }
+    }
+
+    /// What was lost and is not said in the session's record yet.
+    fn unrecorded_loss(&self) -> Option<String> {
+        (self.lost > self.lost_recorded).then(|| {
+            format!(
+                "{} ({}) did not fit in memory while the store could not be written and are missing",
+                steps(self.lost - self.lost_recorded),
+                self.lost_kinds.words()
+            )
+        })
     }
 
     fn failed(&mut self, e: &rusqlite::Error) {
@@ -441,9 +562,26 @@ impl Keeper {
         if new || lost_now {
             let health = self.health();
             // The reason first: a banner 80 columns wide shows that much at least.
+            let what = if health.what.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", health.what)
+            };
+            let when = match self.retry_at {
+                Some(at) => format!(
+                    "in {:.1} s, ",
+                    at.saturating_duration_since(Instant::now()).as_secs_f64()
+                ),
+                None => String::new(),
+            };
+            // Nothing waits but the text that streams (a block's output, a reply).
+            let kept = if health.unsaved == 0 {
+                "what streams".to_string()
+            } else {
+                steps(health.unsaved)
+            };
             let mut message = format!(
-                "{CANNOT_SAVE}{reason}. oi-tui keeps {} in memory and tries again (the store: {}).",
-                steps(health.unsaved.max(1)),
+                "{CANNOT_SAVE}{reason}. oi-tui keeps {kept}{what} in memory and the run goes on; it tries again {when}at the end of the turn and before it exits; what is still unsaved then is lost, and the session is marked incomplete (the store: {}).",
                 health.path,
             );
             if self.lost > 0 {
@@ -461,10 +599,15 @@ impl Keeper {
     }
 
     fn set_health(&self, problem: Option<String>) {
+        let mut kinds = self.lost_kinds.clone();
+        for write in &self.pending {
+            kinds.add(write.kind());
+        }
         if let Ok(mut health) = self.shared.health.lock() {
             health.unsaved = self.pending.len();
             health.lost = self.lost;
             health.problem = problem;
+            health.what = kinds.words();
         }
     }
 

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// The schema this oi-tui writes.
-pub const CURRENT: i64 = 7;
+pub const CURRENT: i64 = 8;
 
 /// Version 1: sessions, messages, blocks, and events (errors and interrupts).
 const V1: &str = "
@@ -147,7 +147,17 @@ const V7: &str = "
 ALTER TABLE sessions ADD COLUMN executor TEXT NOT NULL DEFAULT '';
 ";
 
-const MIGRATIONS: [&str; 7] = [V1, V2, V3, V4, V5, V6, V7];
+/// Version 8: whether a session is known to be written whole. `open_by` names the process
+/// that writes it (`pid start-time`), set when it starts and cleared only once everything it
+/// was handed is in the store: a session whose writer is gone with it still set was not
+/// written whole (its last writes failed, or oi-tui was killed). `missing` says what is
+/// known to be missing, and why.
+const V8: &str = "
+ALTER TABLE sessions ADD COLUMN open_by TEXT;
+ALTER TABLE sessions ADD COLUMN missing TEXT;
+";
+
+const MIGRATIONS: [&str; 8] = [V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// The store's schema version: 0 for an empty database. Fails on a file that is not a
 /// database, or a database that is not an oi-tui store.
@@ -209,5 +219,12 @@ pub fn create_v1_only(conn: &Connection) -> Result<(), rusqlite::Error> {
 pub fn create_v2_only(conn: &Connection) -> Result<(), rusqlite::Error> {
     conn.execute_batch(&format!(
         "{V1}\n{V2}\nUPDATE schema_version SET version = 2;"
+    ))
+}
+
+/// The schema of the version before this one (7) alone, for tests of the migration from it.
+pub fn create_v7_only(conn: &Connection) -> Result<(), rusqlite::Error> {
+    conn.execute_batch(&format!(
+        "{V1}\n{V2}\n{V3}\n{V4}\n{V5}\n{V6}\n{V7}\nUPDATE schema_version SET version = 7;"
     ))
 }

@@ -110,6 +110,8 @@ pub(super) struct Writer {
     executor: String,
     /// The session's row exists (it is made with the first user message).
     created: bool,
+    /// The session is marked open by this process (see `incomplete`).
+    marked_open: bool,
     /// Rows of replies written while they streamed, by generation (see `Live`).
     reply_rows: HashMap<u64, i64>,
     /// Replies up to this generation are complete: their text streams no more.
@@ -123,7 +125,7 @@ type Chunks = (BlockId, VecDeque<(i64, usize)>, usize);
 
 /// What a failed transaction must leave as it was.
 type Snapshot = (
-    bool,
+    (bool, bool),
     String,
     String,
     String,
@@ -142,6 +144,7 @@ impl Writer {
             cwd: String::new(),
             executor: String::new(),
             created: false,
+            marked_open: false,
             reply_rows: HashMap::new(),
             completed_gen: 0,
             chunks: None,
@@ -165,7 +168,7 @@ impl Writer {
 
     fn snapshot(&self) -> Snapshot {
         (
-            self.created,
+            (self.created, self.marked_open),
             self.model.clone(),
             self.cwd.clone(),
             self.executor.clone(),
@@ -177,7 +180,7 @@ impl Writer {
 
     fn restore(&mut self, s: Snapshot) {
         (
-            self.created,
+            (self.created, self.marked_open),
             self.model,
             self.cwd,
             self.executor,
@@ -211,11 +214,83 @@ impl Writer {
 
     /// Writes one step, whole or not at all.
     pub(super) fn apply(&mut self, write: &Write) -> rusqlite::Result<()> {
-        self.transaction(|w| match write {
-            Write::Message(m, said, reply) => w.message(m, said.as_deref(), *reply),
-            Write::Event(e) => w.event(e),
-            Write::Truncate(n) => w.truncate(*n),
+        self.transaction(|w| {
+            w.mark_open()?;
+            match write {
+                Write::Message(m, said, reply) => w.message(m, said.as_deref(), *reply),
+                Write::Event(e) => w.event(e),
+                Write::Truncate(n) => w.truncate(*n),
+            }
         })
+    }
+
+    /// Marks a session that exists (a resumed one) as open by this process, once; a new
+    /// session is marked as its row is made. A mark left by a process that is gone means
+    /// that one stopped before it wrote everything: that stays said in `missing`.
+    fn mark_open(&mut self) -> rusqlite::Result<()> {
+        if !self.created || self.marked_open {
+            return Ok(());
+        }
+        let conn = self.store.conn();
+        let before: Option<String> = conn.query_row(
+            "SELECT open_by FROM sessions WHERE id = ?1",
+            [&self.id],
+            |r| r.get(0),
+        )?;
+        let earlier = before
+            .filter(|by| !super::incomplete::still_running(by))
+            .map(|_| format!("an earlier run: {}", super::incomplete::STOPPED_EARLY));
+        conn.execute(
+            "UPDATE sessions SET open_by = ?2, missing = CASE WHEN ?3 IS NULL THEN missing WHEN missing IS NULL THEN ?3 ELSE missing || '; ' || ?3 END WHERE id = ?1",
+            params![self.id, super::incomplete::this_process(), earlier],
+        )?;
+        self.marked_open = true;
+        Ok(())
+    }
+
+    /// Everything this process was handed is written: the session's open mark goes (with
+    /// `missing`, what is known to be lost, added to the record first).
+    pub(super) fn close(&mut self, missing: Option<&str>) -> rusqlite::Result<()> {
+        if !self.created {
+            return Ok(());
+        }
+        self.transaction(|w| {
+            if let Some(missing) = missing {
+                w.add_missing(missing)?;
+            }
+            w.store.conn().execute(
+                "UPDATE sessions SET open_by = NULL WHERE id = ?1 AND open_by = ?2",
+                params![w.id, super::incomplete::this_process()],
+            )?;
+            w.marked_open = false;
+            Ok(())
+        })
+    }
+
+    /// Says in the session's record what is missing from it, and why.
+    pub(super) fn add_missing(&self, missing: &str) -> rusqlite::Result<()> {
+        if !self.created {
+            return Ok(());
+        }
+        self.store.conn().execute(
+            "UPDATE sessions SET missing = CASE WHEN missing IS NULL THEN ?2 ELSE missing || '; ' || ?2 END WHERE id = ?1",
+            params![self.id, self.redactor.clean(missing)],
+        )?;
+        Ok(())
+    }
+
+    /// Before a failed write is tried again: moves what the write-ahead log holds into the
+    /// store and empties the log, so that a log that grew to a file-size limit (or filled
+    /// the disk) starts over. Fails harmlessly when it cannot.
+    pub(super) fn checkpoint(&self) {
+        let conn = self.store.conn();
+        if conn.is_autocommit() {
+            // Not long: another process reading the store makes it wait, and this is only
+            // a help to the write that follows.
+            let _ = conn.busy_timeout(Duration::from_millis(200));
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+            let _ = conn.busy_timeout(super::BUSY_WAIT);
+        }
     }
 
     /// A block ended: its live output is superseded by its result.
@@ -269,6 +344,7 @@ impl Writer {
             return Ok(());
         }
         let result = self.transaction(|w| {
+            w.mark_open()?;
             if let Some((generation, text)) = &reply {
                 w.live_reply(*generation, text)?;
             }
@@ -373,10 +449,11 @@ impl Writer {
             .take(80)
             .collect();
         self.store.conn().execute(
-            "INSERT OR IGNORE INTO sessions (id, title, created_at, updated_at, model, cwd, executor) VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6)",
-            params![self.id, self.redactor.clean(title.trim()), now, self.model, self.cwd, self.executor],
+            "INSERT OR IGNORE INTO sessions (id, title, created_at, updated_at, model, cwd, executor, open_by) VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?7)",
+            params![self.id, self.redactor.clean(title.trim()), now, self.model, self.cwd, self.executor, super::incomplete::this_process()],
         )?;
         self.created = true;
+        self.marked_open = true;
         Ok(())
     }
 

@@ -36,6 +36,7 @@ mod signals;
 mod ssh_fixture;
 mod ssh_server;
 mod store_faults;
+mod store_limits;
 mod store_repair;
 mod streaming_limits;
 mod suggest;

@@ -34,6 +34,7 @@ fn row(id: &str, title: &str) -> Row {
             messages: 4,
             blocks_run: 1,
             blocks_skipped: 12,
+            incomplete: None,
         },
         snippet: None,
     }

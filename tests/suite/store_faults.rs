@@ -383,3 +383,57 @@ fn closing_the_workbench_with_trouble_says_it_after_the_screen_is_gone() {
         "{report}"
     );
 }
+
+#[test]
+fn the_workbench_says_what_a_failed_write_keeps_and_that_it_tries_again() {
+    use oi_tui::exec::Language;
+    use oi_tui::llm::Message;
+    use oi_tui::protocol::Event;
+    use oi_tui::store::{Recorder, Redactor};
+    use oi_tui::tui::app::Msg;
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Recorder::start(Store::open(dir.path()).unwrap(), None, Redactor::default());
+    let (tell, heard) = std::sync::mpsc::channel();
+    recorder.set_listener(move |event| {
+        let _ = tell.send(event);
+    });
+    recorder.message(&Message::user("run something".to_string()));
+    assert!(recorder.flush().all_saved());
+    // Every later write fails, as on a full disk.
+    rusqlite::Connection::open(dir.path().join(oi_tui::store::FILE))
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON blocks BEGIN SELECT RAISE(ABORT, 'no room left'); END;",
+        )
+        .unwrap();
+    recorder.event(&Event::ExecStarted {
+        block_id: 1,
+        language: Language::Shell,
+        code: "echo hi".to_string(),
+        edited: false,
+    });
+    let trouble = heard.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert!(matches!(trouble, Event::StoreTrouble { .. }), "{trouble:?}");
+
+    let mut app = super::tui_states::fresh();
+    app.update(Msg::Engine(trouble));
+    let screen = super::tui_states::screen(&mut app, 200, 30);
+    let last = screen
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    assert!(
+        last.contains("NOT SAVED: no room left"),
+        "the banner names the cause: {screen}"
+    );
+    // The chat says what is kept, that the run goes on, and when it is tried again.
+    let said: String = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        said.contains("keeps 1 step (1 decision) in memory and the run goes on"),
+        "{screen}"
+    );
+    assert!(said.contains("tries again in"), "{screen}");
+    let report = app.exit_report().expect("a report on exit");
+    assert!(report.contains("marked incomplete"), "{report}");
+}

@@ -83,7 +83,7 @@ impl EngineBackend {
             observer.closed("oi-tui's engine stopped");
             let _ = task.await;
             if let Some(recorder) = recorder {
-                let health = recorder.flush();
+                let health = recorder.close();
                 if !health.all_saved() {
                     eprintln!("oi-tui: {}", crate::safe_text::visible(&health.summary()));
                 }
