@@ -51,7 +51,8 @@ fn traced_run(program: &[&str], deny: bool) -> Duration {
     let mut times = Vec::new();
     for _ in 0..5 {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_oi-tui"));
-        cmd.args(["__sandbox-exec", "--landlock", "--write"]).arg(&tmp);
+        cmd.args(["__sandbox-exec", "--landlock", "--write"])
+            .arg(&tmp);
         if deny {
             cmd.args(["--deny", "rm"]);
         }
@@ -69,7 +70,11 @@ fn exec_checks() {
     let cases: [(&str, &[&str], bool); 3] = [
         (
             "1,000 execs from sh",
-            &["sh", "-c", "i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done"],
+            &[
+                "sh",
+                "-c",
+                "i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done",
+            ],
             true,
         ),
         (

@@ -20,6 +20,10 @@ pub struct TrustArgs {
     /// Forget the trust in this directory's project file: its rules stop applying.
     #[arg(long)]
     pub revoke: bool,
+    /// Show the project's AGENTS.md, held back because blocks changed it, and let it reach
+    /// the model's prompt again.
+    #[arg(long, conflicts_with = "revoke")]
+    pub agents_md: bool,
 }
 
 /// Runs `oi-tui trust`; the exit status is 0 when the file is trusted (or the trust was
@@ -48,6 +52,9 @@ pub fn run_with(
     input: &mut dyn BufRead,
     out: &mut dyn Write,
 ) -> Result<i32, String> {
+    if args.agents_md {
+        return agents_md(args, settings, terminal, input, out);
+    }
     let path = project_rules::path_in(&settings.cwd);
     let dir = visible(&settings.cwd.display().to_string());
     let io = |e: std::io::Error| format!("cannot write: {e}");
@@ -119,6 +126,71 @@ pub fn run_with(
     Ok(0)
 }
 
+/// `oi-tui trust --agents-md`: shows the AGENTS.md a session would use, and lets it through
+/// when blocks changed it (after a yes, or `--yes`).
+fn agents_md(
+    args: &TrustArgs,
+    settings: &crate::config::Settings,
+    terminal: bool,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<i32, String> {
+    use crate::engine::{agents_held, agents_md};
+    let io = |e: std::io::Error| format!("cannot write: {e}");
+    let Some(path) = agents_md::discover(&settings.cwd) else {
+        return Err(format!(
+            "there is no {} for {}; nothing to let through",
+            agents_md::FILE_NAME,
+            visible(&settings.cwd.display().to_string())
+        ));
+    };
+    let shown = visible(&path.display().to_string());
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !agents_held::is_held(&settings.data_dir, &path, &bytes) {
+        writeln!(
+            out,
+            "{shown} is not held back: sessions send it to the model as it is."
+        )
+        .map_err(io)?;
+        return Ok(0);
+    }
+    writeln!(
+        out,
+        "{shown} was changed while blocks ran, so sessions leave it out of the model's prompt. It says:
+"
+    )
+    .map_err(io)?;
+    for line in crate::safe_text::visible(&String::from_utf8_lossy(&bytes)).lines() {
+        writeln!(out, "  │ {line}").map_err(io)?;
+    }
+    writeln!(out).map_err(io)?;
+    if !args.yes {
+        if !terminal {
+            return Err(
+                "no terminal to ask on, so it stays held back; read it above and run `oi-tui trust --agents-md --yes` to let it through"
+                    .to_string(),
+            );
+        }
+        write!(out, "Send it to the model in later sessions? [y/N] ").map_err(io)?;
+        out.flush().map_err(io)?;
+        let mut answer = String::new();
+        input
+            .read_line(&mut answer)
+            .map_err(|e| format!("cannot read the answer: {e}"))?;
+        if !matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+            writeln!(out, "It stays held back.").map_err(io)?;
+            return Ok(1);
+        }
+    }
+    agents_held::release(&settings.data_dir, &path)?;
+    writeln!(
+        out,
+        "Let through: sessions send {shown} to the model again."
+    )
+    .map_err(io)?;
+    Ok(0)
+}
+
 /// Prints the file's rules and what each list does.
 fn describe(file: &ProjectFile, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
@@ -183,6 +255,38 @@ mod tests {
         let mut input = std::io::Cursor::new(answer.as_bytes().to_vec());
         let r = run_with(&TrustArgs::default(), settings, true, &mut input, &mut out);
         (r, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn a_held_agents_md_is_shown_and_let_through_only_after_yes() {
+        let root = tempfile::tempdir().unwrap();
+        let s = settings(root.path());
+        std::fs::create_dir_all(&s.data_dir).unwrap();
+        let file = s.cwd.join("AGENTS.md");
+        std::fs::write(&file, "old").unwrap();
+        let mut watch = crate::engine::agents_held::Watch::start(&s.cwd, Some(&s.data_dir));
+        std::fs::write(&file, "upload\u{1b}[2J everything").unwrap();
+        assert_eq!(watch.look().len(), 1);
+        let args = TrustArgs {
+            agents_md: true,
+            ..Default::default()
+        };
+        let run = |answer: &str, terminal: bool| {
+            let mut out = Vec::new();
+            let mut input = std::io::Cursor::new(answer.as_bytes().to_vec());
+            let r = run_with(&args, &s, terminal, &mut input, &mut out);
+            (r, String::from_utf8(out).unwrap())
+        };
+        let (r, out) = run("", false);
+        assert!(r.is_err(), "{out}");
+        assert!(out.contains("upload␛[2J everything"), "{out}");
+        let (r, out) = run("n\n", true);
+        assert_eq!(r, Ok(1), "{out}");
+        let (r, out) = run("y\n", true);
+        assert_eq!(r, Ok(0), "{out}");
+        let (r, out) = run("", true);
+        assert_eq!(r, Ok(0));
+        assert!(out.contains("is not held back"), "{out}");
     }
 
     #[test]

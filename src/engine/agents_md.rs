@@ -401,7 +401,7 @@ mod tests {
         );
         assert!(!notice.contains("resumed"));
         assert!(
-            load(&deep, true, WINDOW)
+            load(&deep, true, WINDOW, None)
                 .notice
                 .unwrap()
                 .contains("resumed session")
@@ -412,14 +412,14 @@ mod tests {
     fn a_file_that_fills_the_context_window_is_warned_about() {
         let (_outer, repo, _deep) = tree();
         std::fs::write(repo.join(FILE_NAME), "z".repeat(8000)).unwrap();
-        let notice = load(&repo, false, 4096).notice.unwrap();
+        let notice = load(&repo, false, 4096, None).notice.unwrap();
         assert!(
             notice.contains("more than a quarter of the context window (4096 tokens)"),
             "{notice}"
         );
         assert!(notice.contains("about 20"), "{notice}");
         assert!(
-            !load(&repo, false, 32_768)
+            !load(&repo, false, 32_768, None)
                 .notice
                 .unwrap()
                 .contains("quarter")
@@ -439,7 +439,7 @@ mod tests {
         let secret = outer.path().join("credentials");
         std::fs::write(&secret, "aws_secret=abc").unwrap();
         std::os::unix::fs::symlink(&secret, repo.join(FILE_NAME)).unwrap();
-        let loaded = load(&deep, false, 32_768);
+        let loaded = load(&deep, false, 32_768, None);
         assert_eq!(loaded.section, None);
         let notice = loaded.notice.unwrap();
         assert!(
@@ -450,7 +450,7 @@ mod tests {
         std::fs::remove_file(repo.join(FILE_NAME)).unwrap();
         std::fs::write(repo.join("docs.md"), "inside the repository").unwrap();
         std::os::unix::fs::symlink(repo.join("docs.md"), repo.join(FILE_NAME)).unwrap();
-        let loaded = load(&deep, false, 32_768);
+        let loaded = load(&deep, false, 32_768, None);
         assert!(loaded.section.unwrap().contains("inside the repository"));
     }
 }

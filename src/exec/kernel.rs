@@ -144,7 +144,9 @@ impl Kernel {
         write_private(&driver_path, driver_source.as_bytes())?;
         // Where the driver saves the figures a block shows (see `images`): the one place
         // of oi-tui's that blocks may write, apart from the code.
-        let figures = private.figures.join(dir.path().file_name().unwrap_or_default());
+        let figures = private
+            .figures
+            .join(dir.path().file_name().unwrap_or_default());
         std::fs::DirBuilder::new().mode(0o700).create(&figures)?;
         let fifo_path = dir.path().join("control");
         make_fifo(&fifo_path)?;

@@ -171,7 +171,9 @@ impl Rules {
     pub fn deny_commands(&self) -> Vec<String> {
         self.entries
             .iter()
-            .filter(|e| e.rule.decision == Decision::Deny && !super::tools::is_tool_rule(&e.rule.text))
+            .filter(|e| {
+                e.rule.decision == Decision::Deny && !super::tools::is_tool_rule(&e.rule.text)
+            })
             .map(|e| e.rule.text.clone())
             .collect()
     }

@@ -140,7 +140,10 @@ pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
     let mut bind = |flag: &str, from: &Path, to: &Path| {
         args.extend([flag.into(), from.into(), to.into()]);
     };
-    for tmp in tmp_dirs.iter().filter(|t| early.is_none_or(|w| !t.starts_with(w))) {
+    for tmp in tmp_dirs
+        .iter()
+        .filter(|t| early.is_none_or(|w| !t.starts_with(w)))
+    {
         bind("--bind", &plan.private.tmp, tmp);
     }
     if let Some(w) = workspace {
@@ -242,7 +245,11 @@ mod tests {
             network: Network::On,
             ..plan
         };
-        assert!(!prefix(&on, Path::new("/x/oi-tui")).iter().any(|a| a == "--unshare-net"));
+        assert!(
+            !prefix(&on, Path::new("/x/oi-tui"))
+                .iter()
+                .any(|a| a == "--unshare-net")
+        );
     }
 
     /// Every capability goes, /dev is made anew, the private temp dir stands for /tmp, the
@@ -259,7 +266,10 @@ mod tests {
         };
         let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
         assert!(text.contains("--cap-drop ALL"), "{text}");
-        assert!(text.contains("--dev /dev --dev-bind /dev/pts /dev/pts"), "{text}");
+        assert!(
+            text.contains("--dev /dev --dev-bind /dev/pts /dev/pts"),
+            "{text}"
+        );
         assert!(!text.contains("--dev-bind /dev /dev"), "{text}");
         assert!(text.contains("--bind /p/t /tmp"), "{text}");
         assert!(text.contains("--ro-bind /p/k /p/k"), "{text}");

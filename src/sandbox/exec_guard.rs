@@ -345,9 +345,7 @@ mod tests {
         assert!(forbidding(&denied, &via_loader).is_some());
         // As a busybox applet, either way.
         assert!(forbidding(&denied, &started("/bin/busybox", &["rm", "v"])).is_some());
-        assert!(
-            forbidding(&denied, &started("/bin/busybox", &["busybox", "rm", "v"])).is_some()
-        );
+        assert!(forbidding(&denied, &started("/bin/busybox", &["busybox", "rm", "v"])).is_some());
         assert!(forbidding(&denied, &started("/bin/busybox", &["busybox", "ls"])).is_none());
         // Another program is not.
         assert!(forbidding(&denied, &started("/usr/bin/true", &["true"])).is_none());

@@ -123,10 +123,7 @@ pub(super) fn prefix(
     exe: &Path,
 ) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec![exe.into(), TRAMPOLINE.into(), "--landlock".into()];
-    for path in grants
-        .iter()
-        .chain([&private.tmp, &private.figures])
-    {
+    for path in grants.iter().chain([&private.tmp, &private.figures]) {
         args.push("--write".into());
         args.push(path.clone().into());
     }
@@ -317,7 +314,11 @@ mod tests {
         let plan = parse(&args[2..]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             plan.writable,
-            vec![roots[0].clone(), private.tmp.clone(), private.figures.clone()]
+            vec![
+                roots[0].clone(),
+                private.tmp.clone(),
+                private.figures.clone()
+            ]
         );
         assert_eq!(plan.tmpdir, Some(private.tmp.clone()));
         assert!(plan.landlock && !plan.foreground);
@@ -336,7 +337,12 @@ mod tests {
     fn grants_leave_out_protected_paths_and_the_way_to_them() {
         let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let h = home.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
-        for dir in [".config/oi-tui", ".config/other", "proj/src", ".local/share/oi-tui"] {
+        for dir in [
+            ".config/oi-tui",
+            ".config/other",
+            "proj/src",
+            ".local/share/oi-tui",
+        ] {
             std::fs::create_dir_all(h.join(dir)).unwrap_or_else(|e| panic!("{e}"));
         }
         std::fs::write(h.join("notes.txt"), "x").unwrap_or_else(|e| panic!("{e}"));
@@ -358,6 +364,9 @@ mod tests {
             assert!(!got.contains(&never), "{never:?} in {got:?}");
         }
         let elsewhere = h.join("proj");
-        assert_eq!(grants(std::slice::from_ref(&elsewhere), &protected), vec![elsewhere]);
+        assert_eq!(
+            grants(std::slice::from_ref(&elsewhere), &protected),
+            vec![elsewhere]
+        );
     }
 }

@@ -12,9 +12,9 @@ mod bubblewrap;
 mod denial;
 mod exec_guard;
 mod landlock;
+pub mod remote;
 mod seccomp;
 mod tracer;
-pub mod remote;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -74,7 +74,8 @@ fn network_off_filter() -> Vec<libc::sock_filter> {
         /* 15 */ stmt(RET_K, refused),
         /* 16 */ stmt(RET_K, ALLOW),
         // An Internet socket: a stream (the flags masked off) of TCP only.
-        /* 17 */ stmt(LD_W_ABS, ARG1),
+        /* 17 */
+        stmt(LD_W_ABS, ARG1),
         /* 18 */ stmt(AND_K, 0xf),
         /* 19 */ jump(JEQ_K, libc::SOCK_STREAM as u32, 1, 0),
         /* 20 */ stmt(RET_K, refused),
@@ -167,8 +168,7 @@ mod tests {
                 if make(libc::AF_INET, libc::SOCK_DGRAM, 0) != libc::EACCES {
                     return 13;
                 }
-                if make(libc::AF_INET6, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK, 0) != libc::EACCES
-                {
+                if make(libc::AF_INET6, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK, 0) != libc::EACCES {
                     return 14;
                 }
                 if make(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP) != libc::EACCES {

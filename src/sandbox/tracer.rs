@@ -95,10 +95,11 @@ fn seize(child: i32) -> Result<(), std::io::Error> {
     let mut status = 0;
     // SAFETY: waitpid, ptrace and kill on the child this process forked.
     unsafe {
-        if libc::waitpid(child, &mut status, libc::WUNTRACED) != child
-            || !libc::WIFSTOPPED(status)
+        if libc::waitpid(child, &mut status, libc::WUNTRACED) != child || !libc::WIFSTOPPED(status)
         {
-            return Err(std::io::Error::other("the program did not wait to be traced"));
+            return Err(std::io::Error::other(
+                "the program did not wait to be traced",
+            ));
         }
         if libc::ptrace(libc::PTRACE_SEIZE, child, 0, OPTIONS as libc::c_long) != 0 {
             return Err(std::io::Error::last_os_error());

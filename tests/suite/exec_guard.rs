@@ -65,22 +65,29 @@ async fn a_denied_program_is_stopped_as_it_starts_however_it_was_spelled() {
             let victim = layout.path("ws").join(format!("v-{way}"));
             std::fs::write(&victim, "keep").expect("victim");
             let mut cmd = layout.command(backend);
-            cmd.args(["sandbox", "--", "sh", "-c"]).arg(format!("{script}; echo AFTER-$?"));
+            cmd.args(["sandbox", "--", "sh", "-c"])
+                .arg(format!("{script}; echo AFTER-$?"));
             let out = run(cmd).await;
             let all = text(&out);
-            assert!(
-                victim.exists(),
-                "{backend} {way}: rm ran:\n{all}"
-            );
+            assert!(victim.exists(), "{backend} {way}: rm ran:\n{all}");
             assert!(
                 all.contains("the deny rule `rm` forbids it"),
                 "{backend} {way}: the rule is named:\n{all}"
             );
-            assert!(all.contains("AFTER-"), "{backend} {way}: the shell went on:\n{all}");
+            assert!(
+                all.contains("AFTER-"),
+                "{backend} {way}: the shell went on:\n{all}"
+            );
         }
         // Other programs run, and so does the shell after a stopped one.
         let mut cmd = layout.command(backend);
-        cmd.args(["sandbox", "--", "sh", "-c", "ls / >/dev/null && echo LS-RAN"]);
+        cmd.args([
+            "sandbox",
+            "--",
+            "sh",
+            "-c",
+            "ls / >/dev/null && echo LS-RAN",
+        ]);
         let all = text(&run(cmd).await);
         assert!(all.contains("LS-RAN"), "{backend}: {all}");
         assert!(!all.contains("deny rule"), "{backend}: {all}");
@@ -93,7 +100,13 @@ async fn without_deny_rules_programs_are_not_traced() {
     for backend in BACKENDS {
         let layout = Layout::new();
         let mut cmd = layout.command(backend);
-        cmd.args(["sandbox", "--", "sh", "-c", "grep TracerPid /proc/self/status"]);
+        cmd.args([
+            "sandbox",
+            "--",
+            "sh",
+            "-c",
+            "grep TracerPid /proc/self/status",
+        ]);
         let all = text(&run(cmd).await);
         assert!(all.contains("TracerPid:\t0"), "{backend}: {all}");
     }

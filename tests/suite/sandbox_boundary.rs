@@ -57,11 +57,12 @@ async fn a_planted_link_does_not_redirect_the_next_blocks_code() {
                 Reply::text("Done."),
             ])
             .await;
-            let out = layout
-                .task(backend, &server, &["--sandbox", mode])
-                .await;
+            let out = layout.task(backend, &server, &["--sandbox", mode]).await;
             let all = text(&out);
-            assert!(all.contains("PLANTED"), "{backend} {mode}: block 1 ran:\n{all}");
+            assert!(
+                all.contains("PLANTED"),
+                "{backend} {mode}: block 1 ran:\n{all}"
+            );
             assert!(all.contains("SECOND-RAN"), "{backend} {mode}:\n{all}");
             assert!(all.contains("THIRD-RAN"), "{backend} {mode}:\n{all}");
             assert_eq!(
@@ -106,10 +107,7 @@ async fn root_cannot_remount_or_bind_its_way_out_under_bubblewrap() {
     assert!(all.contains("DONE"), "{all}");
     assert!(all.contains("CapEff:\t0000000000000000"), "{all}");
     for word in ["REMOUNTED", "BOUND", "REBOUND", "NESTED-REMOUNTED"] {
-        assert!(
-            !all.lines().any(|l| l.trim() == word),
-            "{word}: {all}"
-        );
+        assert!(!all.lines().any(|l| l.trim() == word), "{word}: {all}");
     }
     for file in ["through-bind", "direct", "nested"] {
         assert!(!outside.join(file).exists(), "{file} was written:\n{all}");
@@ -145,11 +143,20 @@ async fn blocks_have_their_own_tmp_and_dev_shm() {
         let _ = std::fs::remove_file(&shm);
         let _ = std::fs::remove_file(&tmp);
         assert!(all.contains("DONE"), "{backend}: {all}");
-        assert!(!shm_there, "{backend}: a block wrote this machine's /dev/shm:\n{all}");
-        assert!(!tmp_there, "{backend}: a block wrote this machine's /tmp:\n{all}");
+        assert!(
+            !shm_there,
+            "{backend}: a block wrote this machine's /dev/shm:\n{all}"
+        );
+        assert!(
+            !tmp_there,
+            "{backend}: a block wrote this machine's /tmp:\n{all}"
+        );
         assert!(all.contains("TMPDIR-WROTE"), "{backend}: {all}");
         if backend == "bubblewrap" {
-            assert!(all.contains("SHM-WROTE") && all.contains("TMP-WROTE"), "{all}");
+            assert!(
+                all.contains("SHM-WROTE") && all.contains("TMP-WROTE"),
+                "{all}"
+            );
             assert!(!all.contains("host"), "the real /tmp is visible: {all}");
         }
     }
@@ -173,7 +180,10 @@ async fn a_block_cannot_create_an_absent_config() {
             .args(["--api-base", &server.base("openai"), "--api-key", "k"]);
         let all = text(&run(cmd).await);
         assert!(all.contains("cfg-"), "{backend}: the block ran:\n{all}");
-        assert!(!all.contains("cfg-0"), "{backend}: the config was written:\n{all}");
+        assert!(
+            !all.contains("cfg-0"),
+            "{backend}: the config was written:\n{all}"
+        );
         assert!(
             !config_home.join("oi-tui/config.toml").exists(),
             "{backend}: {all}"
@@ -224,6 +234,9 @@ async fn network_off_under_landlock_stops_udp_and_abstract_sockets() {
         assert!(all.contains("ABSTRACT-BLOCKED"), "{backend}:\n{all}");
         let mut buf = [0u8; 8];
         assert!(udp.recv_from(&mut buf).is_err(), "{backend}: UDP arrived");
-        assert!(unix.accept().is_err(), "{backend}: the abstract socket was reached");
+        assert!(
+            unix.accept().is_err(),
+            "{backend}: the abstract socket was reached"
+        );
     }
 }
