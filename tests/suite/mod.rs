@@ -44,6 +44,7 @@ mod tmux;
 mod trust;
 mod tui_code_pane;
 mod tui_e2e;
+mod tui_hidden;
 mod tui_images;
 mod tui_states;
 mod tui_stream;
