@@ -674,10 +674,12 @@ fn of_count(index: usize, of: usize) -> String {
 /// numbered with control, invisible and bidirectional characters shown visibly, and a
 /// warning for each kind of such character.
 fn shown_block(id: u64, language: &str, code: &str) -> String {
-    // A final line break ends the last line; it does not start another.
-    let lines: Vec<&str> = code
+    // A final line break ends the last line; it does not start another. A carriage return
+    // of its own (not before a line feed) stays, to be shown as ␍.
+    let unix = code.replace("\r\n", "\n");
+    let lines: Vec<&str> = unix
         .strip_suffix('\n')
-        .unwrap_or(code)
+        .unwrap_or(&unix)
         .split('\n')
         .collect();
     let count = lines.len();
@@ -685,7 +687,6 @@ fn shown_block(id: u64, language: &str, code: &str) -> String {
     let plural = if count == 1 { "line" } else { "lines" };
     let mut text = format!("┌─ {} block {id} · {count} {plural}\n", visible(language));
     for (i, line) in lines.iter().enumerate() {
-        let line = line.strip_suffix('\r').unwrap_or(line);
         text.push_str(&format!("│ {:>width$} │ {}\n", i + 1, visible(line)));
     }
     text.push_str("└─\n");
@@ -715,7 +716,7 @@ mod tests {
             "{shown}"
         );
         assert!(
-            shown.contains("⚠ this block holds invisible or bidirectional"),
+            shown.contains("⚠ this block holds bidirectional controls"),
             "{shown}"
         );
     }

@@ -4,10 +4,15 @@
 //!
 //! - [`visible`] is for untrusted *text*: every C0 control character except newline is shown
 //!   as its Unicode control picture (`ESC` as `␛`, `CR` as `␍`, `BEL` as `␇`), tab becomes
-//!   four spaces, DEL becomes `␡`, and C1 controls and invisible or bidirectional characters
-//!   (zero-width spaces and joiners, bidi embeddings, overrides and isolates, the BOM, the
-//!   soft hyphen, Unicode tag characters, ...) are shown as `⟨U+202E⟩`. A carriage return
+//!   four spaces, DEL becomes `␡`, and C1 controls and every character a terminal draws as
+//!   nothing or that changes how the text around it reads (Unicode's default-ignorable
+//!   code points: variation selectors, tag characters, bidi marks, embeddings, overrides and
+//!   isolates, zero-width spaces and joiners, the BOM, the soft hyphen, ...; and the line
+//!   and paragraph separators U+2028 and U+2029) are shown as `⟨U+202E⟩`. A carriage return
 //!   therefore never hides the text before it. `\r\n` is a plain line break.
+//! - [`marks`] finds those characters in a block and names their kind ([`Hidden`]);
+//!   [`warnings`] says which kinds a block holds and on which lines, and the policy gives
+//!   such a block a finding, so that it always asks.
 //! - [`json_safe`] makes a line of JSON safe to print without changing its value: DEL, C1
 //!   and invisible characters (which JSON does not escape) become `\uXXXX` escapes.
 //! - [`OutputFilter`] is for a block's *live output* in headless mode: it is the program's
@@ -25,28 +30,96 @@
 
 use std::fmt::Write as _;
 
-/// Whether `c` is invisible or changes the direction of the text around it, so that it
-/// can make code read differently from how it runs.
-pub fn is_hidden(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00ad}'
+/// A kind of character that a terminal draws as nothing or that changes how the text
+/// around it reads: what a person is warned about, and what gives a block's verdict a
+/// finding (so that it always asks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Hidden {
+    /// A carriage return not followed by a line feed: on a terminal the text after it
+    /// overwrites the text before it; Python, JavaScript and R read it as a line break.
+    CarriageReturn,
+    /// Another C0 control character (but tab and newline), DEL, or a C1 control.
+    Control,
+    /// U+180B–180D and U+180F, U+FE00–FE0F, U+E0100–E01EF: drawn as nothing, so that two
+    /// names that look the same differ.
+    VariationSelector,
+    /// U+E0001 and U+E0020–E007F.
+    Tag,
+    /// Bidirectional marks, embeddings, overrides and isolates: they reorder the text.
+    Bidi,
+    /// Zero-width space, joiners, word joiner and the byte order mark.
+    ZeroWidth,
+    /// U+2028 and U+2029, which JavaScript reads as line breaks.
+    Separator,
+    /// The other default-ignorable code points (the soft hyphen, Hangul fillers, invisible
+    /// operators, musical formatting, ...) and the interlinear annotation marks.
+    Invisible,
+}
+
+impl Hidden {
+    /// The kind of `c`, if it is one (a carriage return counts even when a line feed
+    /// follows it: [`marks`] leaves out `\r\n`).
+    pub fn of(c: char) -> Option<Hidden> {
+        Some(match c {
+            '\r' => Hidden::CarriageReturn,
+            '\t' | '\n' => return None,
+            c if (c as u32) < 0x20 || c == '\u{7f}' || is_c1(c) => Hidden::Control,
+            '\u{180b}'..='\u{180d}'
+            | '\u{180f}'
+            | '\u{fe00}'..='\u{fe0f}'
+            | '\u{e0100}'..='\u{e01ef}' => Hidden::VariationSelector,
+            '\u{e0001}' | '\u{e0020}'..='\u{e007f}' => Hidden::Tag,
+            '\u{061c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}' => Hidden::Bidi,
+            '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}' => Hidden::ZeroWidth,
+            '\u{2028}' | '\u{2029}' => Hidden::Separator,
+            // The rest of Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties),
+            // and the interlinear annotation marks U+FFF9–FFFB.
+            '\u{00ad}'
             | '\u{034f}'
-            | '\u{061c}'
             | '\u{115f}'
             | '\u{1160}'
             | '\u{17b4}'
             | '\u{17b5}'
-            | '\u{180b}'..='\u{180e}'
-            | '\u{200b}'..='\u{200f}'
-            | '\u{2028}'..='\u{202e}'
-            | '\u{2060}'..='\u{206f}'
+            | '\u{180e}'
+            | '\u{2061}'..='\u{2065}'
+            | '\u{206a}'..='\u{206f}'
             | '\u{3164}'
-            | '\u{feff}'
             | '\u{ffa0}'
-            | '\u{fff9}'..='\u{fffb}'
-            | '\u{e0000}'..='\u{e007f}'
-    )
+            | '\u{fff0}'..='\u{fffb}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0000}'..='\u{e0fff}' => Hidden::Invisible,
+            _ => return None,
+        })
+    }
+
+    /// What a warning calls characters of this kind, and how they are shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            Hidden::CarriageReturn => "carriage returns (shown as ␍) that could hide text",
+            Hidden::Control => "control characters (shown as ␛, ␇, …)",
+            Hidden::VariationSelector => "variation selectors, drawn as nothing (shown as ⟨U+…⟩)",
+            Hidden::Tag => "tag characters, drawn as nothing (shown as ⟨U+…⟩)",
+            Hidden::Bidi => "bidirectional controls that reorder text (shown as ⟨U+…⟩)",
+            Hidden::ZeroWidth => "zero-width characters (shown as ⟨U+…⟩)",
+            Hidden::Separator => {
+                "line or paragraph separators that JavaScript reads as line breaks (shown as ⟨U+…⟩)"
+            }
+            Hidden::Invisible => "invisible characters (shown as ⟨U+…⟩)",
+        }
+    }
+}
+
+/// Whether `c` is drawn as nothing or changes the direction of the text around it, so
+/// that it can make code read differently from how it runs: every default-ignorable code
+/// point, the line and paragraph separators and the interlinear annotation marks (control
+/// characters are not counted here; [`visible`] shows them as control pictures).
+pub fn is_hidden(c: char) -> bool {
+    (c as u32) >= 0xa0 && Hidden::of(c).is_some()
 }
 
 /// Whether `c` is a C1 control character (U+0080 to U+009F).
@@ -81,54 +154,73 @@ pub fn visible_line(text: &str) -> String {
     visible(text).replace('\n', "\u{2424}")
 }
 
-/// What a person should be told about a block before approving it: carriage returns, other
-/// control characters, and invisible or bidirectional characters, each with the lines where
-/// they are (1-based). Empty when the code holds nothing of the kind.
-pub fn warnings(code: &str) -> Vec<String> {
-    let mut carriage = Vec::new();
-    let mut control = Vec::new();
-    let mut hidden = Vec::new();
-    for (i, line) in code.split('\n').enumerate() {
-        let n = i + 1;
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.contains('\r') {
-            carriage.push(n);
-        }
-        if line
-            .chars()
-            .any(|c| (c != '\t' && c != '\r' && (c as u32) < 0x20) || c == '\u{7f}' || is_c1(c))
-        {
-            control.push(n);
-        }
-        if line.chars().any(is_hidden) {
-            hidden.push(n);
-        }
-    }
-    let lines = |ns: &[usize]| {
-        let word = if ns.len() == 1 { "line" } else { "lines" };
-        let list: Vec<String> = ns.iter().map(ToString::to_string).collect();
-        format!("{word} {}", list.join(", "))
-    };
+/// One character of code that hides text or changes how it reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mark {
+    /// 1-based line (lines end at `\n`).
+    pub line: usize,
+    pub c: char,
+    pub kind: Hidden,
+}
+
+/// Every character of `code` that a terminal draws as nothing or that changes how the
+/// text reads (see [`Hidden`]), in order. The carriage return of a `\r\n` is a plain line
+/// break and not among them.
+pub fn marks(code: &str) -> Vec<Mark> {
     let mut out = Vec::new();
-    if !carriage.is_empty() {
-        out.push(format!(
-            "carriage returns (shown as ␍) that could hide text on {}",
-            lines(&carriage)
-        ));
+    // Plain ASCII text (the usual case) holds none: one pass over the bytes says so.
+    if code
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t')
+    {
+        return out;
     }
-    if !control.is_empty() {
-        out.push(format!(
-            "control characters (shown as ␛, ␇, …) on {}",
-            lines(&control)
-        ));
-    }
-    if !hidden.is_empty() {
-        out.push(format!(
-            "invisible or bidirectional characters (shown as ⟨U+…⟩) on {}",
-            lines(&hidden)
-        ));
+    let mut line = 1;
+    let mut chars = code.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\n' {
+            line += 1;
+            continue;
+        }
+        if c == '\r' && chars.peek() == Some(&'\n') {
+            continue;
+        }
+        if let Some(kind) = Hidden::of(c) {
+            out.push(Mark { line, c, kind });
+        }
     }
     out
+}
+
+/// What a person should be told about a block before approving it: for each kind of
+/// character that hides or reorders text (carriage returns, other control characters,
+/// variation selectors, tags, bidirectional controls, zero-width, separators, other
+/// invisible characters), the lines where they are (1-based). Empty when the code holds
+/// nothing of the kind.
+pub fn warnings(code: &str) -> Vec<String> {
+    let mut kinds: Vec<(Hidden, Vec<usize>)> = Vec::new();
+    for mark in marks(code) {
+        match kinds.iter_mut().find(|(k, _)| *k == mark.kind) {
+            Some((_, lines)) => {
+                if lines.last() != Some(&mark.line) {
+                    lines.push(mark.line);
+                }
+            }
+            None => kinds.push((mark.kind, vec![mark.line])),
+        }
+    }
+    kinds.sort_by_key(|(k, _)| *k);
+    kinds
+        .iter()
+        .map(|(kind, ns)| format!("{} on {}", kind.name(), line_list(ns)))
+        .collect()
+}
+
+/// `line 3` or `lines 2, 5, 9`.
+pub fn line_list(ns: &[usize]) -> String {
+    let word = if ns.len() == 1 { "line" } else { "lines" };
+    let list: Vec<String> = ns.iter().map(ToString::to_string).collect();
+    format!("{word} {}", list.join(", "))
 }
 
 /// A JSON document with DEL, C1 controls and invisible characters written as `\uXXXX`
@@ -368,10 +460,200 @@ mod tests {
         assert!(!shown.chars().any(is_hidden));
         assert_eq!(
             warnings(code),
-            vec!["invisible or bidirectional characters (shown as ⟨U+…⟩) on lines 2, 3"]
+            vec![
+                "bidirectional controls that reorder text (shown as ⟨U+…⟩) on line 2",
+                "zero-width characters (shown as ⟨U+…⟩) on line 3"
+            ]
         );
         assert!(warnings("print('plain')\r\n").is_empty());
         assert_eq!(visible("tag\u{e0041}"), "tag⟨U+E0041⟩");
+    }
+
+    /// Every character of `chars` is hidden, shown as its code point, warned about on
+    /// its line and escaped in JSON.
+    fn assert_marked(family: &str, kind: Hidden, chars: &[char]) {
+        for &c in chars {
+            let mark = format!("⟨U+{:04X}⟩", c as u32);
+            let code = format!("ok = 1\ntarget{c} = 'keep.txt'");
+            assert!(is_hidden(c), "{family}: U+{:04X}", c as u32);
+            let shown = visible(&code);
+            assert!(
+                shown.contains(&format!("target{mark} = ")),
+                "{family}: {shown}"
+            );
+            assert!(!shown.contains(c), "{family}: {shown}");
+            assert_eq!(marks(&code), vec![Mark { line: 2, c, kind }], "{family}");
+            assert_eq!(
+                warnings(&code),
+                vec![format!("{} on line 2", kind.name())],
+                "{family}: U+{:04X}",
+                c as u32
+            );
+            assert_eq!(
+                visible_line(&code),
+                format!("ok = 1␤target{mark} = 'keep.txt'")
+            );
+            let value = serde_json::json!({ "code": code });
+            let line = json_safe(&value.to_string());
+            assert!(!line.contains(c), "{family}: {line}");
+            let back: serde_json::Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(back, value, "{family}");
+        }
+    }
+
+    #[test]
+    fn variation_selectors_are_marked() {
+        assert_marked(
+            "variation selectors",
+            Hidden::VariationSelector,
+            &['\u{fe00}', '\u{fe01}', '\u{fe0e}', '\u{fe0f}'],
+        );
+        assert_marked(
+            "supplementary variation selectors",
+            Hidden::VariationSelector,
+            &['\u{e0100}', '\u{e0150}', '\u{e01ef}'],
+        );
+        assert_marked(
+            "Mongolian variation selectors",
+            Hidden::VariationSelector,
+            &['\u{180b}', '\u{180f}'],
+        );
+    }
+
+    #[test]
+    fn tag_characters_are_marked() {
+        assert_marked(
+            "tags",
+            Hidden::Tag,
+            &['\u{e0001}', '\u{e0020}', '\u{e0041}', '\u{e007f}'],
+        );
+    }
+
+    #[test]
+    fn bidi_controls_are_marked() {
+        assert_marked(
+            "bidi",
+            Hidden::Bidi,
+            &[
+                '\u{061c}', '\u{200e}', '\u{200f}', '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}',
+                '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}',
+            ],
+        );
+    }
+
+    #[test]
+    fn zero_width_characters_are_marked() {
+        assert_marked(
+            "zero-width",
+            Hidden::ZeroWidth,
+            &['\u{200b}', '\u{200c}', '\u{200d}', '\u{2060}', '\u{feff}'],
+        );
+    }
+
+    #[test]
+    fn the_other_default_ignorable_code_points_are_marked() {
+        assert_marked(
+            "default ignorables",
+            Hidden::Invisible,
+            &[
+                '\u{00ad}',
+                '\u{034f}',
+                '\u{115f}',
+                '\u{1160}',
+                '\u{17b4}',
+                '\u{17b5}',
+                '\u{180e}',
+                '\u{2061}',
+                '\u{2064}',
+                '\u{2065}',
+                '\u{206a}',
+                '\u{206f}',
+                '\u{3164}',
+                '\u{ffa0}',
+                '\u{fff0}',
+                '\u{fff8}',
+                '\u{1bca0}',
+                '\u{1bca3}',
+                '\u{1d173}',
+                '\u{1d17a}',
+                '\u{e0000}',
+                '\u{e0080}',
+                '\u{e01f0}',
+                '\u{e0fff}',
+            ],
+        );
+        // Each range of the definition, end to end, and nothing just outside it.
+        let ranges: [(u32, u32); 17] = [
+            (0x00ad, 0x00ad),
+            (0x034f, 0x034f),
+            (0x061c, 0x061c),
+            (0x115f, 0x1160),
+            (0x17b4, 0x17b5),
+            (0x180b, 0x180f),
+            (0x200b, 0x200f),
+            (0x202a, 0x202e),
+            (0x2060, 0x206f),
+            (0x3164, 0x3164),
+            (0xfe00, 0xfe0f),
+            (0xfeff, 0xfeff),
+            (0xffa0, 0xffa0),
+            (0xfff0, 0xfff8),
+            (0x1bca0, 0x1bca3),
+            (0x1d173, 0x1d17a),
+            (0xe0000, 0xe0fff),
+        ];
+        for (from, to) in ranges {
+            for c in (from..=to).filter_map(char::from_u32) {
+                assert!(is_hidden(c), "U+{:04X}", c as u32);
+            }
+        }
+        for c in [
+            'a',
+            'é',
+            '\u{034e}',
+            '\u{2010}',
+            '\u{fe10}',
+            '\u{1d17b}',
+            '\u{e1000}',
+        ] {
+            assert!(!is_hidden(c), "U+{:04X}", c as u32);
+            assert_eq!(visible(&c.to_string()), c.to_string());
+        }
+    }
+
+    #[test]
+    fn a_lone_carriage_return_is_marked_and_warned_about() {
+        let code = "# note\rimport os; os.system(\"rm x\")\r\nprint(1)\r\n";
+        let shown = visible(code);
+        assert_eq!(shown, "# note␍import os; os.system(\"rm x\")\nprint(1)\n");
+        assert_eq!(
+            marks(code),
+            vec![Mark {
+                line: 1,
+                c: '\r',
+                kind: Hidden::CarriageReturn
+            }]
+        );
+        assert_eq!(
+            warnings(code),
+            vec!["carriage returns (shown as ␍) that could hide text on line 1"]
+        );
+        // A carriage return at the very end is not part of a line break either.
+        assert_eq!(marks("ls\r").len(), 1);
+        assert!(marks("ls\r\n\tpwd\r\n").is_empty());
+        let line = json_safe(&serde_json::json!({ "c": code }).to_string());
+        assert!(line.contains("\\r") && !line.contains('\r'), "{line}");
+    }
+
+    #[test]
+    fn line_and_paragraph_separators_are_marked() {
+        assert_marked("line separator", Hidden::Separator, &['\u{2028}']);
+        assert_marked("paragraph separator", Hidden::Separator, &['\u{2029}']);
+        assert_marked(
+            "interlinear annotation",
+            Hidden::Invisible,
+            &['\u{fff9}', '\u{fffb}'],
+        );
     }
 
     #[test]

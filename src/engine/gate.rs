@@ -1,7 +1,8 @@
 //! The approval gate: the policy's verdict meets the approval mode. A deny rule stops a
 //! block in every mode; `ask` asks for everything, `rules` for what the rules do not allow,
 //! `auto` only for deletes outside the workspace, privileged and system-changing blocks,
-//! blocks an `ask` rule matches and blocks possibly denied. When nobody can be asked, what
+//! blocks an `ask` rule matches and blocks possibly denied. A block holding hidden
+//! characters (see `policy::hidden`) asks in every mode. When nobody can be asked, what
 //! would ask is declined, and the model hears why.
 
 use crate::protocol::{ApprovalMode, Gate, GateAction, RiskClass, RuleDecision, Verdict};
@@ -19,12 +20,21 @@ impl Engine {
                 reason: format!("{} ({})", verdict.decision_reason(), verdict.summary()),
             };
         }
-        let asks = match self.approval {
-            ApprovalMode::Ask => Some("ask mode: every block asks".to_string()),
-            ApprovalMode::Rules => {
+        let hidden = verdict
+            .findings
+            .iter()
+            .find(|f| f.class == RiskClass::HiddenCharacters);
+        let asks = match (self.approval, hidden) {
+            (ApprovalMode::Ask, _) => Some("ask mode: every block asks".to_string()),
+            (_, Some(finding)) => Some(format!(
+                "\"{}\" always asks, in every mode: what it looks like may not be what runs ({})",
+                RiskClass::HiddenCharacters.label(),
+                finding.summary()
+            )),
+            (ApprovalMode::Rules, None) => {
                 (verdict.decision != RuleDecision::Allow).then(|| verdict.decision_reason())
             }
-            ApprovalMode::Auto => {
+            (ApprovalMode::Auto, None) => {
                 let always_ask = [
                     RiskClass::DeletesOutsideWorkspace,
                     RiskClass::Privileged,

@@ -128,6 +128,9 @@ impl Engine {
         let Some(tool) = &block.tool else {
             return self.gate(verdict);
         };
+        if verdict.has(crate::protocol::RiskClass::HiddenCharacters) {
+            return self.gate(verdict);
+        }
         let name = tool.policy_name();
         let reason = match (verdict.decision, &verdict.rule) {
             (RuleDecision::Deny | RuleDecision::Allow, _) | (RuleDecision::Ask, Some(_)) => {

@@ -91,6 +91,8 @@ pub(crate) struct Analysis<'a> {
     /// The finding of the first redirection that writes a file (`ls > f`): the command is
     /// then more than its program does, so an allow rule for the program cannot allow it.
     pub redirect_write_at: Option<usize>,
+    /// The first finding about characters that hide or reorder text: never allowed.
+    pub hidden_at: Option<usize>,
     /// The workspace root, normalised, when it is absolute UTF-8 text.
     root_str: Option<String>,
     /// Read shell with the full parser only (no fast reader): the reference that the
@@ -122,11 +124,22 @@ impl<'a> Analysis<'a> {
             cwd: Cwd::Known(normalise(root)),
             links: Vec::new(),
             redirect_write_at: None,
+            hidden_at: None,
             full_parser_only: false,
             root_str: root
                 .to_str()
                 .filter(|r| r.starts_with('/'))
                 .map(|r| normalise_str("", r)),
+        }
+    }
+
+    /// Adds the findings about characters in the whole block that hide or reorder text
+    /// (after the rest is read: the earlier findings keep their places).
+    pub fn hidden_text(&mut self) {
+        let found = super::hidden::findings(self.code);
+        if !found.is_empty() {
+            self.hidden_at = Some(self.findings.len());
+            self.findings.extend(found);
         }
     }
 

@@ -13,10 +13,14 @@
 //!   parse errors …); an empty block is allowed (it runs nothing);
 //! - otherwise ask. Blocks in other languages are never allowed by command rules (their
 //!   own code is not a command), though a deny rule applies to the commands they run.
+//! - a block (or an MCP tool's arguments) holding characters that make it read differently
+//!   from how it runs (see `hidden`) is never allowed: it gets a "hidden characters"
+//!   finding, and the engine asks for it in every mode.
 //! - `possibly_denied`: deny rules exist and the block holds something opaque or anything
 //!   else classed "cannot tell" (an unknown program, a script file, awk's `system`, …).
 
 mod analysis;
+mod hidden;
 pub mod rules;
 #[doc(hidden)]
 pub mod samples;
@@ -76,7 +80,9 @@ impl Policy {
     pub fn judge(&self, language: &str, code: &str) -> Verdict {
         // A call of an MCP tool: its tag is `mcp:SERVER/TOOL`, its code the arguments.
         if let Some(tool) = crate::protocol::ToolRef::parse(language) {
-            return self.judge_tool(&tool);
+            let mut verdict = self.judge_tool(&tool);
+            hidden::apply(&mut verdict, code);
+            return verdict;
         }
         let lang = Language::from_tag(language);
         self.finish(self.analyse(lang, code, false), lang)
@@ -88,6 +94,7 @@ impl Policy {
         let mut an = Analysis::new(&self.rules, &self.root, code);
         an.keep_views = keep_views;
         script::analyse_nested(&mut an, lang, code, &Frame::default());
+        an.hidden_text();
         an
     }
 
@@ -99,6 +106,7 @@ impl Policy {
         let mut an = Analysis::new(&self.rules, &self.root, code);
         an.full_parser_only = true;
         script::analyse_nested(&mut an, lang, code, &Frame::default());
+        an.hidden_text();
         self.finish(an, lang)
     }
 
@@ -131,6 +139,7 @@ impl Policy {
             if lang == Language::Shell
                 && !an.opaque
                 && !an.unallowable
+                && an.hidden_at.is_none()
                 && an.redirect_write_at.is_none()
                 && all_allowed
             {

@@ -152,6 +152,9 @@ impl Policy {
     /// `--approval rules`, or why no rule can.
     pub fn suggest_allow(&self, language: &str, code: &str) -> Suggestion {
         if let Some(tool) = crate::protocol::ToolRef::parse(language) {
+            if let Some(f) = super::hidden::findings(code).first() {
+                return Suggestion::Impossible(hides(f));
+            }
             return self.suggest_allow_tool(&tool);
         }
         let lang = Language::from_tag(language);
@@ -171,8 +174,12 @@ impl Policy {
         let mut an = self.analyse(lang, code, true);
         let views = std::mem::take(&mut an.views);
         let gating = an.gating.clone();
-        let (opaque_at, unallowable_at, redirect_at) =
-            (an.opaque_at, an.unallowable_at, an.redirect_write_at);
+        let (opaque_at, unallowable_at, redirect_at, hidden_at) = (
+            an.opaque_at,
+            an.unallowable_at,
+            an.redirect_write_at,
+            an.hidden_at,
+        );
         let verdict = self.finish(an, lang);
         let quote = |i: Option<usize>| {
             i.and_then(|i| verdict.findings.get(i))
@@ -194,6 +201,9 @@ impl Policy {
                 ));
             }
             (Decision::Ask, None) => {}
+        }
+        if let Some(f) = hidden_at.and_then(|i| verdict.findings.get(i)) {
+            return Suggestion::Impossible(hides(f));
         }
         if opaque_at.is_some() {
             return Suggestion::Impossible(format!(
@@ -276,6 +286,14 @@ impl Policy {
 
 /// The prefix for one view of a command; `views[k]` is the view, later views are the
 /// commands it runs.
+/// Why no rule can allow a block that holds characters that hide or reorder text.
+fn hides(finding: &super::Finding) -> String {
+    format!(
+        "it holds characters that hide or reorder text, which no rule can allow ({})",
+        finding.summary()
+    )
+}
+
 fn prefix_for(views: &[(Vec<String>, bool)], k: usize) -> Result<String, String> {
     let words = &views[k].0;
     let Some(first) = words.first() else {

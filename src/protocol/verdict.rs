@@ -23,6 +23,11 @@ pub enum RiskClass {
     /// Something the policy cannot see through (dynamic code, unknown programs, eval,
     /// a command word that is only known at run time, a parse error).
     CannotTell,
+    /// Holds characters a terminal draws as nothing or that change how the text around
+    /// them reads (variation selectors, bidi controls, zero-width characters, a lone
+    /// carriage return, ...): what the person reads may not be what runs. No rule allows
+    /// such a block, and it asks in every mode.
+    HiddenCharacters,
     /// Changes the system: services, mounts, firewall, scheduled jobs, system paths.
     ChangesSystem,
     /// Runs with raised privileges (sudo, su, doas, pkexec).
@@ -41,6 +46,7 @@ impl RiskClass {
             RiskClass::InstallsSoftware => "installs software",
             RiskClass::Deletes => "deletes",
             RiskClass::CannotTell => "cannot tell",
+            RiskClass::HiddenCharacters => "hidden characters",
             RiskClass::ChangesSystem => "changes the system",
             RiskClass::Privileged => "privileged",
             RiskClass::DeletesOutsideWorkspace => "deletes outside the workspace",
@@ -237,6 +243,10 @@ impl Verdict {
                 format!("allowed by rule \"{}\" in {}", r.text, origin(r))
             }
             (Decision::Ask, Some(r)) => format!("rule \"{}\" in {} asks", r.text, origin(r)),
+            (Decision::Ask, None) if self.has(RiskClass::HiddenCharacters) => {
+                "it holds hidden characters (shown as ⟨U+…⟩ or ␍), which no rule can allow"
+                    .to_string()
+            }
             (Decision::Ask, None) if self.possibly_denied => {
                 "possibly denied: it holds something the policy cannot see through while deny \
                  rules exist"

@@ -48,12 +48,15 @@ impl Cells {
         format!("cell-{}", self.cells.len() + 1)
     }
 
+    /// A Markdown cell: text to read, so control and hidden characters are shown visibly
+    /// (`⟨U+FE00⟩`, `␍`), as in the Markdown export.
     fn markdown(&mut self, text: &str) {
+        let shown = crate::safe_text::visible(text.trim_end());
         let cell = json!({
             "cell_type": "markdown",
             "id": self.id(),
             "metadata": {},
-            "source": lines(text.trim_end()),
+            "source": lines(&shown),
         });
         self.cells.push(cell);
     }
@@ -277,6 +280,24 @@ fn block_cells(cells: &mut Cells, b: &StoredBlock) {
     if b.status.as_deref() == Some("failed") || b.exit_code.is_some_and(|c| c != 0) {
         metadata["tags"] = json!(["raises-exception"]);
     }
+    // The code cell keeps the code exactly as it ran (escaped as `\uXXXX` in the file), so
+    // that running the notebook runs the same; Jupyter draws hidden characters as nothing,
+    // so a cell before it says what they are and where, and shows the code with them marked.
+    let warnings = crate::safe_text::warnings(code);
+    if !warnings.is_empty() {
+        let mut text = emphasis(&format!(
+            "block {} · ⚠ hidden characters: the next cell holds them exactly as it ran, and \
+             Jupyter does not show them",
+            b.block_id
+        ));
+        text.push_str("\n\n");
+        for warning in &warnings {
+            text.push_str(&format!("- {warning}\n"));
+        }
+        text.push('\n');
+        text.push_str(&fence(language.name(), code.trim_end_matches('\n')));
+        cells.markdown(&text);
+    }
     cells.code(&source, outputs, metadata);
     // What the code cell cannot say: a failure, a note, an image that is gone.
     let ended_well = !b.interrupted && matches!(b.status.as_deref(), Some("ran" | "written"));
@@ -427,6 +448,40 @@ mod tests {
         let mut unique = ids.clone();
         unique.dedup();
         assert_eq!(ids, unique, "cell ids are unique");
+    }
+
+    #[test]
+    fn hidden_characters_stay_in_the_code_cell_and_are_shown_in_the_cell_before_it() {
+        let code = "target\u{fe00} = 'keep.txt'\nos.remove(target\u{fe00})  # \u{202e}x";
+        let nb = session(vec![
+            block(1, "python", code, "run", Some("ran")),
+            block(2, "python", "print('plain')", "run", Some("ran")),
+        ]);
+        let cells = nb["cells"].as_array().unwrap();
+        let code_cells: Vec<&Value> = cells.iter().filter(|c| c["cell_type"] == "code").collect();
+        let source: String = code_cells[0]["source"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(source, code, "the code as it ran");
+        let at = cells.iter().position(|c| c["cell_type"] == "code").unwrap();
+        let before: String = cells[at - 1]["source"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(before.contains("block 1 · ⚠ hidden characters"), "{before}");
+        assert!(before.contains("variation selectors"), "{before}");
+        assert!(before.contains("bidirectional controls"), "{before}");
+        assert!(
+            before.contains("os.remove(target⟨U+FE00⟩)  # ⟨U+202E⟩x"),
+            "{before}"
+        );
+        assert!(!markdown(&nb).contains('\u{fe00}'));
+        assert_eq!(markdown(&nb).matches("hidden characters").count(), 1);
     }
 
     #[test]

@@ -10,7 +10,12 @@ use super::model_server::{ModelServer, Reply};
 use super::support::{json_events as events, proposed, started, text};
 
 /// One run of `oi-tui --task` in a temporary home, with `config` as its config file.
-async fn run(home: &std::path::Path, server: &ModelServer, config: &str, args: &[&str]) -> Output {
+pub(crate) async fn run(
+    home: &std::path::Path,
+    server: &ModelServer,
+    config: &str,
+    args: &[&str],
+) -> Output {
     let config_path = home.join("config.toml");
     std::fs::write(&config_path, config).expect("config");
     let base = server.base("openai");

@@ -97,6 +97,48 @@ async fn a_carriage_return_cannot_hide_code_in_the_headless_prompt() {
     assert!(!String::from_utf8_lossy(&bytes).contains('\u{202e}'));
 }
 
+/// The hostile tester's block: two names that look the same, one with a variation
+/// selector, so that it reads as removing `other.txt` and removes `keep.txt`.
+pub(crate) const LOOKALIKE: &str =
+    "target\u{fe00} = 'keep.txt'\ntarget = 'other.txt'\nimport os\nos.remove(target\u{fe00})";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_variation_selector_is_shown_in_the_headless_prompt_and_the_block_asks() {
+    let server = ModelServer::start(vec![
+        Reply::text("Tidying.").and_tool("python", LOOKALIKE),
+        Reply::text("all done"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().expect("dir");
+    for name in ["keep.txt", "other.txt"] {
+        std::fs::write(dir.path().join(name), "data").expect("file");
+    }
+    // Even under auto mode (`-y`) the block asks.
+    let (tmux, raw) = headless_in_tmux(dir.path(), &server, "tidy up", "-y");
+    let screen = tmux.wait_for("Run this python block? [y/n/e]").await;
+    assert!(
+        screen.contains("│ 1 │ target⟨U+FE00⟩ = 'keep.txt'"),
+        "{screen}"
+    );
+    assert!(screen.contains("│ 2 │ target = 'other.txt'"), "{screen}");
+    assert!(
+        screen.contains("│ 4 │ os.remove(target⟨U+FE00⟩)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("⚠ this block holds variation selectors"),
+        "{screen}"
+    );
+    assert!(screen.contains("hidden characters"), "{screen}");
+    assert!(screen.contains("→ asks"), "{screen}");
+    tmux.send(&["n", "Enter"]);
+    let bytes = raw_until(&raw, "RUN-ENDED").await;
+    assert!(!String::from_utf8_lossy(&bytes).contains('\u{fe00}'));
+    for name in ["keep.txt", "other.txt"] {
+        assert!(dir.path().join(name).exists(), "{name}: the block ran");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocks_output_keeps_its_colours_but_not_clipboard_or_title_sequences() {
     let code = "print('\\x1b[31mred-text\\x1b[0m')\nprint('\\x1b]52;c;aGVsbG8=\\x07clip-done')\nprint('\\x1b]0;pwned\\x1b\\\\title-done')";

@@ -220,8 +220,11 @@ pub fn question(
     };
     let mut text = format!(
         "{caller} asks oi-tui to run this {language} code on this machine:\n\n{}\n",
-        crate::safe_text::visible(code.trim_end())
+        code.trim_end()
     );
+    for warning in crate::safe_text::warnings(code) {
+        text.push_str(&format!("\nWarning: it holds {warning}"));
+    }
     if let Some(verdict) = verdict {
         text.push_str(&format!("\nPolicy: {verdict}"));
     }
@@ -229,7 +232,9 @@ pub fn question(
         text.push_str(&format!("\nWhy it asks: {gate}"));
     }
     text.push_str("\n\nRun it?");
-    text
+    // Everything in it can come from a model or another agent (the code, the quotes in the
+    // verdict and the reason, the names): all of it is shown visibly.
+    crate::safe_text::visible(&text)
 }
 
 fn input_request(question: String) -> Result<InputRequests, String> {
@@ -371,5 +376,36 @@ mod tests {
         let q = question("claude-code", None, "print(1)\x1b[2J");
         assert!(q.starts_with("claude-code asks"), "{q}");
         assert!(q.contains("print(1)") && !q.contains('\u{1b}'), "{q}");
+    }
+
+    #[test]
+    fn the_question_marks_hidden_characters_in_the_code_the_verdict_and_the_reason() {
+        let code = "target\u{fe00} = 'keep.txt'\nos.remove(target\u{fe00})";
+        let block = ProposedBlock {
+            id: 1,
+            language_tag: "python".into(),
+            language: None,
+            code: code.into(),
+            caller: None,
+            tool: None,
+        };
+        let verdict =
+            crate::policy::Policy::new(crate::policy::Rules::new(), "/w").judge("python", code);
+        let gate = Gate {
+            action: crate::protocol::GateAction::Ask,
+            reason: format!("asks ({})", verdict.summary()),
+        };
+        let proposed = (block, Some(verdict), Some(gate));
+        let q = question("agent\u{202e}", Some(&proposed), code);
+        assert!(!q.contains('\u{fe00}') && !q.contains('\u{202e}'), "{q}");
+        assert!(q.contains("target⟨U+FE00⟩ = 'keep.txt'"), "{q}");
+        assert!(q.contains("os.remove(target⟨U+FE00⟩)"), "{q}");
+        assert!(q.contains("agent⟨U+202E⟩ asks"), "{q}");
+        assert!(q.contains("Warning: it holds variation selectors"), "{q}");
+        assert!(q.contains("Policy: os.remove(target⟨U+FE00⟩)"), "{q}");
+        assert!(
+            q.contains("Why it asks: asks (os.remove(target⟨U+FE00⟩)"),
+            "{q}"
+        );
     }
 }

@@ -91,6 +91,7 @@ impl Lexer<'_> {
                     self.pos += 1;
                 }
                 b' ' | b'\t' | b'\r' => self.pos += 1,
+                0xe2 if self.js_separator_at(self.pos) => self.pos += 3,
                 b'#' if self.lang != Language::JavaScript => self.skip_line(),
                 b'/' if self.lang == Language::JavaScript && self.peek(1) == b'/' => {
                     self.skip_line()
@@ -249,10 +250,32 @@ impl Lexer<'_> {
         )
     }
 
+    /// Skips a comment to the end of its line, as the language sees it: Python, JavaScript
+    /// and R also end a line at a lone carriage return, and JavaScript at U+2028 and U+2029
+    /// (what follows runs, though a terminal may draw it over the comment or not at all).
     fn skip_line(&mut self) {
-        while self.pos < self.b.len() && self.b[self.pos] != b'\n' {
+        while self.pos < self.b.len() && !self.line_ends_at(self.pos) {
             self.pos += 1;
         }
+    }
+
+    fn line_ends_at(&self, pos: usize) -> bool {
+        match self.b[pos] {
+            b'\n' => true,
+            b'\r' => matches!(
+                self.lang,
+                Language::Python | Language::JavaScript | Language::R
+            ),
+            0xe2 => self.js_separator_at(pos),
+            _ => false,
+        }
+    }
+
+    /// Whether a JavaScript line or paragraph separator (a line terminator there) starts
+    /// at `pos`.
+    fn js_separator_at(&self, pos: usize) -> bool {
+        self.lang == Language::JavaScript
+            && (self.src[pos..].starts_with('\u{2028}') || self.src[pos..].starts_with('\u{2029}'))
     }
 
     /// Reads a quoted string starting at the quote. Returns its value and whether it is
