@@ -18,6 +18,7 @@ mod mcp_server;
 mod mcp_workbench;
 mod model_server;
 mod policy;
+mod policy_evasion;
 mod remote_drops;
 mod remote_faces;
 mod remote_faults;
