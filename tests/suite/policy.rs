@@ -292,7 +292,7 @@ pub(crate) const SHELL: &[Row] = &[
     ("ls 2> /dev/null", ReadOnly, Allow, false),
 ];
 
-const SCRIPTS: &[(&str, &str, RiskClass, Decision, bool)] = &[
+pub(crate) const SCRIPTS: &[(&str, &str, RiskClass, Decision, bool)] = &[
     (
         "python",
         "import platform, sys\nprint(platform.system(), sys.version)",
@@ -602,16 +602,6 @@ const SCRIPTS: &[(&str, &str, RiskClass, Decision, bool)] = &[
     ),
 ];
 
-/// Every row of the tables (these and the evasion families'), as (language, code).
-fn all_rows() -> impl Iterator<Item = (&'static str, &'static str)> {
-    use super::policy_evasion as ev;
-    let shell = SHELL.iter().chain(ev::ARITHMETIC).chain(ev::TOOL_OPTIONS);
-    let scripts = SCRIPTS.iter().chain(ev::SCRIPTS);
-    shell
-        .map(|r| ("bash", r.0))
-        .chain(scripts.map(|r| (r.0, r.1)))
-}
-
 pub(crate) fn check(
     lang: &str,
     code: &str,
@@ -671,7 +661,7 @@ fn script_table_under_fixed_rules() {
 #[test]
 fn every_prefix_is_judged_and_quotes_are_block_text() {
     let p = policy();
-    for (lang, code) in all_rows() {
+    for (lang, code) in super::policy_evasion::all_rows() {
         let mut ends: Vec<usize> = code.char_indices().map(|(i, _)| i).collect();
         ends.push(code.len());
         for end in ends {
@@ -793,7 +783,7 @@ fn fast_shell_reader_agrees_with_the_full_parser_on_every_row_and_prefix() {
     // parser alone; also on every prefix, which covers broken and unfinished input.
     let p = policy();
     let mut compared = 0;
-    for (lang, code) in all_rows() {
+    for (lang, code) in super::policy_evasion::all_rows() {
         let ends = code.char_indices().map(|(i, _)| i).skip(1);
         for end in ends.chain([code.len()]) {
             let part = &code[..end];
@@ -805,5 +795,5 @@ fn fast_shell_reader_agrees_with_the_full_parser_on_every_row_and_prefix() {
             compared += 1;
         }
     }
-    assert!(compared > all_rows().count());
+    assert!(compared > super::policy_evasion::all_rows().count());
 }

@@ -444,6 +444,17 @@ pub(crate) const SCRIPTS: &[ScriptRow] = &[
     ("perl", "do './helper.pl';", CannotTell, Ask, true),
 ];
 
+/// Every row of the tables (of `policy.rs` and these), as (language, code): the tests of
+/// `policy.rs` judge every prefix of each.
+pub(crate) fn all_rows() -> impl Iterator<Item = (&'static str, &'static str)> {
+    use super::policy as base;
+    let shell = base::SHELL.iter().chain(ARITHMETIC).chain(TOOL_OPTIONS);
+    let scripts = base::SCRIPTS.iter().chain(SCRIPTS);
+    shell
+        .map(|r| ("bash", r.0))
+        .chain(scripts.map(|r| (r.0, r.1)))
+}
+
 #[test]
 fn arithmetic_table_under_fixed_rules() {
     let failures: Vec<String> = ARITHMETIC
