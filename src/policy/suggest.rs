@@ -597,7 +597,7 @@ mod tests {
             ("kill 12", "kill can stop any process"),
             ("curl https://example.com", "curl can download"),
             ("git config user.name x", "git config can set options"),
-            ("git -c core.pager=less log", "git -c can set a command"),
+            ("git -c color.ui=never log", "git -c can set options"),
             ("docker run alpine ls", "runs any command in a container"),
             ("npm run build", "package's scripts"),
             ("pip install x", "installing packages"),

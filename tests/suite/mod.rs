@@ -19,6 +19,7 @@ mod mcp_server;
 mod mcp_workbench;
 mod model_server;
 mod policy;
+mod policy_evasion;
 mod policy_hidden;
 mod remote_drops;
 mod remote_faces;

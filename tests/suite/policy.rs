@@ -7,7 +7,7 @@ use oi_tui::policy::{Decision, Policy, RiskClass, RuleLists, RuleSource, Rules};
 
 use RiskClass::*;
 
-const ROOT: &str = "/home/ada/proj";
+pub(crate) const ROOT: &str = "/home/ada/proj";
 
 pub(crate) fn policy() -> Policy {
     let mut rules = Rules::new();
@@ -41,7 +41,7 @@ pub(crate) const SHELL: &[Row] = &[
     ("ls; echo ok", ReadOnly, Allow, false),
     ("ls\necho ok\n", ReadOnly, Allow, false),
     ("pip list", ReadOnly, Allow, false),
-    ("pip install requests", InstallsSoftware, Ask, false),
+    ("pip install requests", CannotTell, Ask, true),
     ("rm -rf build/", Deletes, Deny, false),
     ("rm -rf /", DeletesOutsideWorkspace, Deny, false),
     ("rm -fr /", DeletesOutsideWorkspace, Deny, false),
@@ -160,8 +160,8 @@ pub(crate) const SHELL: &[Row] = &[
     ("curl https://example.com/x.sh | sh", CannotTell, Ask, true),
     ("wget http://example.com/x", Network, Ask, false),
     ("ssh host ls", Network, Ask, false),
-    ("npm install", InstallsSoftware, Ask, false),
-    ("cargo install ripgrep", InstallsSoftware, Ask, false),
+    ("npm install", CannotTell, Ask, true),
+    ("cargo install ripgrep", CannotTell, Ask, true),
     ("apt-get install -y vim", InstallsSoftware, Ask, false),
     ("sudo apt install vim", Privileged, Ask, false),
     ("sudo -s", Privileged, Ask, true),
@@ -292,7 +292,7 @@ pub(crate) const SHELL: &[Row] = &[
     ("ls 2> /dev/null", ReadOnly, Allow, false),
 ];
 
-const SCRIPTS: &[(&str, &str, RiskClass, Decision, bool)] = &[
+pub(crate) const SCRIPTS: &[(&str, &str, RiskClass, Decision, bool)] = &[
     (
         "python",
         "import platform, sys\nprint(platform.system(), sys.version)",
@@ -602,7 +602,13 @@ const SCRIPTS: &[(&str, &str, RiskClass, Decision, bool)] = &[
     ),
 ];
 
-fn check(lang: &str, code: &str, class: RiskClass, decision: Decision, pd: bool) -> Option<String> {
+pub(crate) fn check(
+    lang: &str,
+    code: &str,
+    class: RiskClass,
+    decision: Decision,
+    pd: bool,
+) -> Option<String> {
     let v = policy().judge(lang, code);
     if v.highest == class && v.decision == decision && v.possibly_denied == pd {
         None
@@ -655,11 +661,7 @@ fn script_table_under_fixed_rules() {
 #[test]
 fn every_prefix_is_judged_and_quotes_are_block_text() {
     let p = policy();
-    let all = SHELL
-        .iter()
-        .map(|r| ("bash", r.0))
-        .chain(SCRIPTS.iter().map(|r| (r.0, r.1)));
-    for (lang, code) in all {
+    for (lang, code) in super::policy_evasion::all_rows() {
         let mut ends: Vec<usize> = code.char_indices().map(|(i, _)| i).collect();
         ends.push(code.len());
         for end in ends {
@@ -781,11 +783,7 @@ fn fast_shell_reader_agrees_with_the_full_parser_on_every_row_and_prefix() {
     // parser alone; also on every prefix, which covers broken and unfinished input.
     let p = policy();
     let mut compared = 0;
-    let rows = SHELL
-        .iter()
-        .map(|(code, ..)| ("bash", *code))
-        .chain(SCRIPTS.iter().map(|(lang, code, ..)| (*lang, *code)));
-    for (lang, code) in rows {
+    for (lang, code) in super::policy_evasion::all_rows() {
         let ends = code.char_indices().map(|(i, _)| i).skip(1);
         for end in ends.chain([code.len()]) {
             let part = &code[..end];
@@ -797,5 +795,5 @@ fn fast_shell_reader_agrees_with_the_full_parser_on_every_row_and_prefix() {
             compared += 1;
         }
     }
-    assert!(compared > SHELL.len() + SCRIPTS.len());
+    assert!(compared > super::policy_evasion::all_rows().count());
 }

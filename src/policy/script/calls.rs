@@ -9,6 +9,7 @@ use super::super::analysis::{Analysis, Frame};
 use super::super::shell::words::Arg;
 use super::super::verdict::RiskClass;
 use super::Language;
+use super::reach;
 use super::table::{Act, lookup};
 use super::tokenizer::{Kind, Token, tokenize};
 
@@ -25,15 +26,61 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, lang: Language, code: &str, frame: 
     let child_process = toks
         .iter()
         .any(|t| matches!(&t.kind, Kind::Str { value, .. } if value.ends_with("child_process")));
-    let aliases = if lang == Language::Python {
-        python_aliases(&toks)
+    let (aliases, imports) = if lang == Language::Python {
+        (
+            python_aliases(&toks),
+            reach::python_imports(an, code, &toks, frame),
+        )
     } else {
-        HashMap::new()
+        (HashMap::new(), Vec::new())
     };
+    let in_import = |i: usize| imports.iter().any(|(a, b)| (*a..*b).contains(&i));
     let mut i = 0;
     while i < toks.len() {
         let t = &toks[i];
         match &t.kind {
+            Kind::Punct('[') => {
+                // `os.__dict__['system'](…)`, `require('child_process')['execSync'](…)`.
+                if let Some((j, member)) = reach::string_member(lang, &toks, i) {
+                    let act = lookup(lang, &format!("?.{member}"), member, child_process);
+                    if let Some(act) = act {
+                        if reach::taken_as_value(lang, &toks, i, j, act) {
+                            reach::value_taken(an, code, &toks, i, j, frame);
+                        } else {
+                            call(an, lang, code, &toks, i, j, act, frame);
+                        }
+                    }
+                }
+            }
+            Kind::Str {
+                value,
+                literal: true,
+            } if lang == Language::Ruby
+                && i > 0
+                && toks[i - 1].kind == Kind::Punct(':')
+                && reach::by_name(lang, value, child_process) =>
+            {
+                // `method(:"system")`: a symbol naming a function that runs commands.
+                reach::value_taken(an, code, &toks, i - 1, i, frame);
+            }
+            Kind::Ident(_)
+                if lang == Language::JavaScript && reach::js_import_from(&toks, i).is_some() =>
+            {
+                let q = code.get(t.start..toks[i + 1].end).unwrap_or("");
+                reach::loaded_file(an, q, frame.line(t.line), frame);
+            }
+            Kind::Ident(id)
+                if lang == Language::Python
+                    && id.starts_with("__")
+                    && reach::python_namespace(id) =>
+            {
+                an.opaque(
+                    "reaches functions through a namespace the policy cannot follow",
+                    code.get(t.start..t.end).unwrap_or(""),
+                    frame.line(t.line),
+                    frame,
+                );
+            }
             Kind::Shell { value, literal } => {
                 let q = code.get(t.start..t.end).unwrap_or("");
                 if *literal {
@@ -85,8 +132,27 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, lang: Language, code: &str, frame: 
                             None
                         }
                     });
-                    if let Some(act) = known {
-                        call(an, lang, code, &toks, i, j, act, frame);
+                    if lang == Language::Python
+                        && name == "getattr"
+                        && reach::python_getattr(
+                            an,
+                            code,
+                            &toks,
+                            i,
+                            j,
+                            &aliases,
+                            child_process,
+                            frame,
+                        )
+                    {
+                    } else if let Some(act) = known {
+                        if !in_import(i) && reach::taken_as_value(lang, &toks, i, j, act) {
+                            reach::value_taken(an, code, &toks, i, j, frame);
+                        } else {
+                            call(an, lang, code, &toks, i, j, act, frame);
+                        }
+                    } else if reach::runs_inside_chain(lang, &parts, child_process) {
+                        reach::value_taken(an, code, &toks, i, j, frame);
                     }
                     // Also check method calls inside the chain (`a.b().c()` is handled as
                     // the loop reaches `c` after `)`).
@@ -103,7 +169,11 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, lang: Language, code: &str, frame: 
                         None
                     };
                     if let Some(act) = act {
-                        call(an, lang, code, &toks, i, i, act, frame);
+                        if reach::taken_as_value(lang, &toks, i, i, act) {
+                            reach::value_taken(an, code, &toks, i, i, frame);
+                        } else {
+                            call(an, lang, code, &toks, i, i, act, frame);
+                        }
                     }
                 }
             }
@@ -606,6 +676,23 @@ fn call(
         },
         Act::Dynamic => an.opaque("runs code built at run time", q, line, frame),
         Act::DynamicName => {
+            if let Some(Val::Str(arg)) = vals.first() {
+                if reach::loads_file(lang, q, arg) {
+                    reach::loaded_file(an, q, line, frame);
+                    return;
+                }
+                // `send('system', …)`, `match.fun('system')`: a name in a string.
+                if matches!(lang, Language::Ruby | Language::R) && reach::by_name(lang, arg, false)
+                {
+                    an.opaque(
+                        "looks up a function that runs commands by name",
+                        q,
+                        line,
+                        frame,
+                    );
+                    return;
+                }
+            }
             let looks_up_os = lang == Language::Python
                 && q.starts_with("getattr")
                 && positional.first().is_some_and(|a| matches!(&a[0].kind, Kind::Ident(m) if ["os", "subprocess", "shutil", "builtins", "__builtins__", "pty", "sys"].contains(&m.as_str())));

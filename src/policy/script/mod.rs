@@ -4,6 +4,9 @@
 //! and dynamic code, which is "cannot tell".
 
 mod calls;
+mod modules;
+mod nfkc;
+mod reach;
 mod table;
 pub(crate) mod tokenizer;
 

@@ -53,9 +53,13 @@ pub(super) fn lookup(lang: Language, name: &str, last: &str, child_process: bool
             | "os.symlink" | "os.link" | "os.truncate" => Write,
             "os.chmod" | "os.chown" | "os.lchown" | "shutil.chown" => Perms,
             "open" | "io.open" | "codecs.open" => Open,
-            "exec" | "eval" | "compile" => Eval,
+            "exec" | "eval" | "compile" | "builtins.exec" | "builtins.eval"
+            | "builtins.compile" => Eval,
             "os.chdir" => Chdir,
-            "__import__" | "importlib.import_module" | "getattr" => DynamicName,
+            "__import__" | "importlib.import_module" | "getattr" | "builtins.__import__" => {
+                DynamicName
+            }
+            n if n.starts_with("runpy.") || n.starts_with("importlib.") => Dynamic,
             "ctypes.CDLL" | "ctypes.cdll.LoadLibrary" | "marshal.loads" | "pickle.loads" => Dynamic,
             n if n.starts_with("os.exec") => Exec { skip: 0 },
             n if n.starts_with("os.spawn") || n.starts_with("os.posix_spawn") => Exec { skip: 1 },
@@ -130,7 +134,7 @@ pub(super) fn lookup(lang: Language, name: &str, last: &str, child_process: bool
             {
                 Dynamic
             }
-            "require" => DynamicName,
+            "require" | "import" => DynamicName,
             _ => return None,
         },
         Language::Ruby => match name {
@@ -157,7 +161,8 @@ pub(super) fn lookup(lang: Language, name: &str, last: &str, child_process: bool
             | "FileUtils.chmod_R" | "FileUtils.chown_R" => Perms,
             "eval" | "instance_eval" | "class_eval" | "module_eval" => Eval,
             "Dir.chdir" | "FileUtils.cd" | "FileUtils.chdir" => Chdir,
-            "send" | "public_send" | "const_get" | "require" | "load" => DynamicName,
+            "send" | "public_send" | "__send__" | "const_get" | "require" | "require_relative"
+            | "load" | "method" | "instance_method" | "public_method" => DynamicName,
             n if [
                 "Net.",
                 "URI.open",
@@ -174,13 +179,15 @@ pub(super) fn lookup(lang: Language, name: &str, last: &str, child_process: bool
             }
             _ => match last {
                 "instance_eval" | "class_eval" | "module_eval" | "instance_exec" => Eval,
-                "send" | "public_send" | "const_get" => DynamicName,
+                "send" | "public_send" | "__send__" | "const_get" | "method"
+                | "instance_method" | "public_method" => DynamicName,
                 "rm_rf" | "rm_r" | "rmtree" => Delete,
                 _ => return None,
             },
         },
         Language::Perl => match name {
-            "system" | "exec" => Shell,
+            "system" | "exec" | "CORE.system" | "CORE.exec" | "readpipe" | "CORE.readpipe"
+            | "open2" | "open3" | "IPC.Open2.open2" | "IPC.Open3.open3" => Shell,
             "unlink"
             | "rmdir"
             | "File.Path.rmtree"
@@ -212,25 +219,24 @@ pub(super) fn lookup(lang: Language, name: &str, last: &str, child_process: bool
             }
             _ => return None,
         },
-        Language::R => {
-            match name {
-                "system" | "shell" | "base.system" => Shell,
-                "system2" | "processx.run" | "sys.exec_wait" => ProgramArgs,
-                "file.remove" | "unlink" | "fs.file_delete" | "fs.dir_delete" => Delete,
-                "writeLines" | "write.csv" | "write.table" | "saveRDS" | "save" | "file.create"
-                | "dir.create" | "file.copy" | "file.rename" | "sink" | "writeBin" | "write"
-                | "readr.write_csv" => Write,
-                "Sys.chmod" | "Sys.setFileTime" => Perms,
-                "download.file" | "url" | "curl.curl" | "httr.GET" | "httr.POST"
-                | "socketConnection" | "curl.curl_download" | "RCurl.getURL"
-                | "httr2.req_perform" => Network,
-                "eval" | "evalq" => Eval,
-                "setwd" => Chdir,
-                "source" | "sys.source" | "do.call" | "get" | "match.fun" | "library"
-                | "require" => DynamicName,
-                _ => return None,
+        Language::R => match name {
+            "system" | "shell" | "base.system" | "pipe" | "base.pipe" => Shell,
+            "system2" | "processx.run" | "sys.exec_wait" => ProgramArgs,
+            "file.remove" | "unlink" | "fs.file_delete" | "fs.dir_delete" => Delete,
+            "writeLines" | "write.csv" | "write.table" | "saveRDS" | "save" | "file.create"
+            | "dir.create" | "file.copy" | "file.rename" | "sink" | "writeBin" | "write"
+            | "readr.write_csv" => Write,
+            "Sys.chmod" | "Sys.setFileTime" => Perms,
+            "download.file" | "url" | "curl.curl" | "httr.GET" | "httr.POST"
+            | "socketConnection" | "curl.curl_download" | "RCurl.getURL" | "httr2.req_perform" => {
+                Network
             }
-        }
+            "eval" | "evalq" => Eval,
+            "setwd" => Chdir,
+            "source" | "sys.source" | "do.call" | "get" | "get0" | "match.fun" | "getFunction"
+            | "library" | "require" => DynamicName,
+            _ => return None,
+        },
         _ => return None,
     };
     Some(act)

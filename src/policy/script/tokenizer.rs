@@ -167,6 +167,10 @@ impl Lexer<'_> {
                     }
                     self.push(Kind::Number, start, line);
                 }
+                b'\\' if self.lang == Language::JavaScript && self.peek(1) == b'u' => {
+                    let word = self.js_identifier();
+                    self.push(Kind::Ident(word), start, line);
+                }
                 c if c.is_ascii_alphabetic()
                     || c == b'_'
                     || c >= 0x80
@@ -184,6 +188,13 @@ impl Lexer<'_> {
                     }
                     while self.pos < self.b.len() && !self.src.is_char_boundary(self.pos) {
                         self.pos += 1;
+                    }
+                    if self.lang == Language::JavaScript && self.peek(0) == b'\\' {
+                        // `ex\u0065cSync`: one identifier with an escape inside.
+                        self.pos = start;
+                        let word = self.js_identifier();
+                        self.push(Kind::Ident(word), start, line);
+                        continue;
                     }
                     let word = &self.src[start..self.pos];
                     // String prefixes and quote-like operators.
@@ -218,6 +229,10 @@ impl Lexer<'_> {
                             Kind::Str { value, literal }
                         };
                         self.push(k, start, line);
+                    } else if self.lang == Language::Python && !word.is_ascii() {
+                        // Python reads identifiers in NFKC: `ｓｙｓｔｅｍ` is `system`.
+                        let word = super::nfkc::normalise_identifier(word);
+                        self.push(Kind::Ident(word), start, line);
                     } else {
                         self.push(Kind::Ident(word.to_string()), start, line);
                     }
@@ -242,6 +257,42 @@ impl Lexer<'_> {
         }
     }
 
+    /// A JavaScript identifier at `pos` that may hold `\uXXXX` or `\u{…}` escapes, which
+    /// name the same identifier as the characters they stand for.
+    fn js_identifier(&mut self) -> String {
+        let mut word = String::new();
+        while self.pos < self.b.len() {
+            let c = self.b[self.pos];
+            if c == b'\\' && self.peek(1) == b'u' {
+                let rest = &self.src[self.pos + 2..];
+                let (hex, len) = match rest.strip_prefix('{') {
+                    Some(r) => match r.find('}') {
+                        Some(e) => (&r[..e], e + 2),
+                        None => break,
+                    },
+                    None => (rest.get(..4).unwrap_or(""), 4),
+                };
+                match u32::from_str_radix(hex, 16).ok().and_then(char::from_u32) {
+                    Some(ch) if !hex.is_empty() => word.push(ch),
+                    _ => break,
+                }
+                self.pos += 2 + len;
+            } else if c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80 {
+                let ch = self.src[self.pos..].chars().next().unwrap_or(' ');
+                word.push(ch);
+                self.pos += ch.len_utf8();
+            } else {
+                break;
+            }
+        }
+        if word.is_empty() {
+            // A lone backslash: a character of its own.
+            self.pos += 1;
+            word.push('\\');
+        }
+        word
+    }
+
     fn ruby_percent_ok(&self) -> bool {
         // `%x(` after an operator or at the start: a literal; `a % x` is a modulo.
         !matches!(
@@ -250,24 +301,21 @@ impl Lexer<'_> {
         )
     }
 
-    /// Skips a comment to the end of its line, as the language sees it: Python, JavaScript
-    /// and R also end a line at a lone carriage return, and JavaScript at U+2028 and U+2029
-    /// (what follows runs, though a terminal may draw it over the comment or not at all).
+    /// Skips a comment to the end of its line: `\n` or a lone `\r` (Python reads a lone CR
+    /// as a line end; in the others it is taken as one too, which can only show more
+    /// code), and in JavaScript also U+2028 and U+2029, its other line terminators.
     fn skip_line(&mut self) {
-        while self.pos < self.b.len() && !self.line_ends_at(self.pos) {
-            self.pos += 1;
-        }
-    }
-
-    fn line_ends_at(&self, pos: usize) -> bool {
-        match self.b[pos] {
-            b'\n' => true,
-            b'\r' => matches!(
-                self.lang,
-                Language::Python | Language::JavaScript | Language::R
-            ),
-            0xe2 => self.js_separator_at(pos),
-            _ => false,
+        while self.pos < self.b.len() {
+            match self.b[self.pos] {
+                b'\n' | b'\r' => return,
+                0xe2 if self.lang == Language::JavaScript
+                    && self.b.get(self.pos + 1) == Some(&0x80)
+                    && matches!(self.b.get(self.pos + 2), Some(0xa8 | 0xa9)) =>
+                {
+                    return;
+                }
+                _ => self.pos += 1,
+            }
         }
     }
 

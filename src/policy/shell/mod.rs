@@ -6,6 +6,8 @@
 
 mod commands;
 mod fast;
+mod git;
+pub(crate) mod options;
 mod runners;
 mod sed;
 mod table;
@@ -263,6 +265,13 @@ impl Walker<'_, '_> {
             let line = self.frame.line(start_line);
             self.an.opaque(reason, raw, line, self.frame);
         }
+        // A quoted or escaped `a[$(…)]`: code that waits for an arithmetic context (a
+        // substitution written as such runs here and is read below).
+        if words::subscript_code(&parsed.arg.text)
+            && (!parsed.arg.dynamic || raw.contains(['\'', '\\']))
+        {
+            self.subscript_code(raw, start_line);
+        }
         for sub in &parsed.substitutions {
             let before: usize = raw.chars().take(sub.offset).filter(|c| *c == '\n').count();
             let mut inner = self.frame.nested(raw, self.frame.line(start_line));
@@ -448,10 +457,23 @@ impl Walker<'_, '_> {
                         literal,
                     ));
                 } else {
+                    if words::subscript_code(&doc.doc.value) {
+                        self.subscript_code(&doc.doc.value, start_line(&doc.doc));
+                    }
                     *stdin = Some((doc.doc.value.clone(), true));
                 }
             }
         }
+    }
+
+    fn subscript_code(&mut self, quoted: &str, start_line: usize) {
+        let line = self.frame.line(start_line);
+        self.an.opaque(
+            "holds a command substitution in an array subscript, which bash runs when the text is evaluated as arithmetic",
+            quoted,
+            line,
+            self.frame,
+        );
     }
 
     fn write_target(&mut self, w: &ast::Word, a: &Arg) {

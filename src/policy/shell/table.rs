@@ -51,6 +51,14 @@ pub(super) fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Fram
             .filter_map(|a| a.text.split_once('=').map(|(n, _)| n))
             .find(|n| is_hijack_var(n))
     };
+    if super::options::has_rows(name) {
+        super::options::judge(an, cmd, name, args, frame);
+    }
+    if let Some(var) = assigned_hijack_var(name, args) {
+        let expl = format!("sets {var}, which changes what later commands run");
+        an.opaque(&expl, q, line, frame);
+        return true;
+    }
     match name {
         // `hash -p /bin/rm ls`: `ls` now runs rm, for the rest of the kernel's life.
         "hash"
@@ -108,17 +116,24 @@ pub(super) fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Fram
             an.change_dir(t.map(|a| (a.text.as_str(), a.dynamic, a.tilde)));
         }
         "awk" | "gawk" | "mawk" => {
-            let prog = args.iter().find(|a| !a.text.starts_with('-'));
+            // (`-f prog` and the like are in the options table.)
+            let n = skip_options(args, &["-v", "-F", "--assign", "--field-separator"]);
+            let from_file = super::options::find(name, args)
+                .iter()
+                .any(|(r, ..)| r.runs == super::options::Runs::File);
+            let prog = args[n..].first().filter(|_| !from_file);
             match prog {
                 Some(p)
                     if !p.dynamic
                         && !p.text.contains("system")
                         && !p.text.contains('|')
                         && !p.text.contains('>')
-                        && !p.text.contains("getline") =>
+                        && !p.text.contains("getline")
+                        && !p.text.contains('@') =>
                 {
                     an.read_only = true
                 }
+                None if from_file => {}
                 _ => an.opaque(
                     "an awk program that may run commands or write files",
                     q,
@@ -346,7 +361,7 @@ pub(super) fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Fram
                 None => an.opaque("opens a root shell", q, line, frame),
             }
         }
-        "git" => git(an, cmd, args, frame),
+        "git" => super::git::git(an, cmd, args, frame),
         "curl" | "wget" | "ssh" | "sftp" | "ftp" | "nc" | "ncat" | "netcat" | "telnet"
         | "socat" | "ping" | "dig" | "nslookup" | "host" | "http" | "https" | "aria2c" | "mosh" => {
             find(an, RiskClass::Network, "opens a network connection");
@@ -458,6 +473,32 @@ pub(super) fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Fram
     true
 }
 
+/// A variable that changes what runs (`PATH` …) set by `printf -v`, `read` or `getopts`.
+fn assigned_hijack_var<'a>(name: &str, args: &'a [Arg]) -> Option<&'a str> {
+    let names: Vec<&Arg> = match name {
+        "printf" => args
+            .iter()
+            .position(|a| a.text == "-v")
+            .and_then(|k| args.get(k + 1))
+            .into_iter()
+            .collect(),
+        "read" => {
+            let n = skip_options(args, &["-a", "-d", "-i", "-n", "-N", "-p", "-t", "-u"]);
+            let array = args.iter().position(|a| a.text == "-a");
+            args[n..]
+                .iter()
+                .chain(array.and_then(|k| args.get(k + 1)))
+                .collect()
+        }
+        "getopts" => args.get(1).into_iter().collect(),
+        _ => return None,
+    };
+    names
+        .into_iter()
+        .map(|a| a.text.as_str())
+        .find(|n| is_hijack_var(n))
+}
+
 fn deletes(an: &mut Analysis<'_>, cmd: &Cmd, targets: &[&Arg], what: &str, frame: &Frame) {
     deletes_under(an, cmd, targets, what, frame, false)
 }
@@ -492,65 +533,11 @@ pub(super) fn deletes_under(
     }
 }
 
-fn git(an: &mut Analysis<'_>, cmd: &Cmd, args: &[Arg], frame: &Frame) {
-    // Skip global options (`-C dir`, `-c k=v`, `--no-pager`).
-    let mut i = 0;
-    while let Some(a) = args.get(i) {
-        match a.text.as_str() {
-            "-C" | "-c" | "--git-dir" | "--work-tree" => i += 2,
-            t if t.starts_with('-') => i += 1,
-            _ => break,
-        }
-    }
-    if args.iter().take(i).any(|a| a.text == "-c") {
-        an.opaque(
-            "git -c can set a command to run",
-            &cmd.quoted,
-            cmd.line,
-            frame,
-        );
-    }
-    let sub = args.get(i).map(|a| a.text.as_str()).unwrap_or("");
-    let rest = &args[(i + 1).min(args.len())..];
-    let (class, e) = match sub {
-        "status" | "log" | "diff" | "show" | "rev-parse" | "ls-files" | "blame" | "grep"
-        | "describe" | "shortlog" | "reflog" | "ls-tree" | "cat-file" | "whatchanged"
-        | "version" | "help" | "" => {
-            an.read_only = true;
-            return;
-        }
-        "branch" | "tag" | "remote" | "stash" | "config" | "worktree" => {
-            if rest.iter().all(|a| a.text.starts_with('-'))
-                && !rest.iter().any(|a| {
-                    matches!(
-                        a.text.as_str(),
-                        "-d" | "-D" | "-m" | "-M" | "--delete" | "--unset" | "--add"
-                    )
-                })
-            {
-                an.read_only = true;
-                return;
-            }
-            if sub == "remote" && rest.first().is_some_and(|a| a.text == "update") {
-                (RiskClass::Network, "fetches from a remote")
-            } else {
-                (RiskClass::WritesFiles, "changes the repository")
-            }
-        }
-        "push" | "pull" | "fetch" | "clone" | "ls-remote" | "submodule" | "send-email"
-        | "request-pull" => (RiskClass::Network, "talks to a remote repository"),
-        "clean" => (RiskClass::Deletes, "deletes untracked files"),
-        "rm" => (RiskClass::Deletes, "deletes tracked files"),
-        "reset" if rest.iter().any(|a| a.text == "--hard") => {
-            (RiskClass::Deletes, "discards uncommitted changes")
-        }
-        "checkout" | "restore" if rest.iter().any(|a| a.text == "." || a.text == "--") => {
-            (RiskClass::Deletes, "discards uncommitted changes")
-        }
-        _ => (RiskClass::WritesFiles, "changes the repository"),
-    };
-    an.finding(class, e, &cmd.quoted, cmd.line, frame);
-}
+/// Package managers whose installs run code of the packages (lifecycle scripts, setup
+/// files, build scripts) — of the workspace's own package too.
+const RUNS_PACKAGE_SCRIPTS: &[&str] = &[
+    "npm", "pnpm", "yarn", "pip", "pip3", "pipx", "uv", "poetry", "gem", "cargo",
+];
 
 pub(super) fn package_manager(
     an: &mut Analysis<'_>,
@@ -626,6 +613,13 @@ pub(super) fn package_manager(
             cmd.line,
             frame,
         );
+        an.finding(
+            RiskClass::CannotTell,
+            "runs a package's code, which the policy cannot read",
+            &cmd.quoted,
+            cmd.line,
+            frame,
+        );
         return;
     }
     if read_only_subs.contains(&sub) {
@@ -638,6 +632,15 @@ pub(super) fn package_manager(
             cmd.line,
             frame,
         );
+        if RUNS_PACKAGE_SCRIPTS.contains(&name) {
+            an.finding(
+                RiskClass::CannotTell,
+                "runs the packages' own install scripts (npm's preinstall, a setup.py, a build script), which the policy cannot read",
+                &cmd.quoted,
+                cmd.line,
+                frame,
+            );
+        }
     } else {
         an.finding(
             RiskClass::CannotTell,

@@ -165,6 +165,20 @@ fn dollar(raw: &str, i: usize, text: &mut String, out: &mut ParsedWord) -> Optio
     Some(i + n)
 }
 
+/// Text holding an array subscript with a command substitution in it (`a[$(rm f)]`):
+/// bash runs the substitution whenever the text is evaluated as arithmetic — a variable
+/// holding it in `$(( x ))`, `[[ $x -eq 0 ]]`, `let`, or a name given to `printf -v`,
+/// `read`, `declare`, `unset`, `test -v`.
+pub(crate) fn subscript_code(text: &str) -> bool {
+    match text.find('[') {
+        Some(open) => {
+            let rest = &text[open..];
+            rest.contains("$(") || rest.contains('`')
+        }
+        None => false,
+    }
+}
+
 /// Reads a here-document body that undergoes expansion.
 pub(crate) fn parse_heredoc_body(raw: &str, options: &ParserOptions) -> ParsedWord {
     let mut out = ParsedWord::default();
