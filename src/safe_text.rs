@@ -132,8 +132,11 @@ fn is_c1(c: char) -> bool {
 pub fn visible(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
+    let mut prev = None;
     while let Some(c) = chars.next() {
+        let before = prev.replace(c);
         match c {
+            c if presentation(before, c) => out.push(c),
             '\n' => out.push('\n'),
             '\r' if chars.peek() == Some(&'\n') => {}
             '\t' => out.push_str("    "),
@@ -146,6 +149,21 @@ pub fn visible(text: &str) -> String {
         }
     }
     out
+}
+
+/// Whether `c` is the text or emoji presentation selector (U+FE0E, U+FE0F) right after a
+/// symbol that has both presentations (`⚠️`, `❤️`): it changes how the symbol is drawn, not
+/// what the text says, and no name can hold such a symbol, so it is shown as it is. After a
+/// letter, a digit or anything else it is a hidden character like the other selectors.
+fn presentation(before: Option<char>, c: char) -> bool {
+    matches!(c, '\u{fe0e}' | '\u{fe0f}')
+        && before.is_some_and(|b| {
+            (b as u32) >= 0x2000
+                && !b.is_alphanumeric()
+                && !b.is_whitespace()
+                && Hidden::of(b).is_none()
+                && !matches!(b, '\u{fe00}'..='\u{fe0f}')
+        })
 }
 
 /// One line of text for a single-line place (a table cell, a search hit): [`visible`] with
@@ -177,7 +195,11 @@ pub fn marks(code: &str) -> Vec<Mark> {
     }
     let mut line = 1;
     let mut chars = code.chars().peekable();
+    let mut prev = None;
     while let Some(c) = chars.next() {
+        if presentation(prev.replace(c), c) {
+            continue;
+        }
         if c == '\n' {
             line += 1;
             continue;
@@ -518,6 +540,30 @@ mod tests {
             Hidden::VariationSelector,
             &['\u{180b}', '\u{180f}'],
         );
+    }
+
+    /// The emoji and text presentation selectors after a symbol draw it one way or the
+    /// other and are shown as they are; after a letter, a digit or another selector they
+    /// hide like any selector.
+    #[test]
+    fn presentation_selectors_after_a_symbol_are_text() {
+        for text in [
+            "⚠\u{fe0f} careful",
+            "print('❤\u{fe0f}')",
+            "\u{2714}\u{fe0e} done",
+        ] {
+            assert_eq!(visible(text), text.replace('\t', "    "));
+            assert!(marks(text).is_empty(), "{text}");
+        }
+        for text in [
+            "target\u{fe0f} = 1",
+            "x1\u{fe0f}",
+            "⚠\u{fe0f}\u{fe0f}",
+            "\u{fe0f}",
+        ] {
+            assert!(visible(text).contains("⟨U+FE0F⟩"), "{text}");
+            assert_eq!(marks(text).len(), 1, "{text}");
+        }
     }
 
     #[test]
