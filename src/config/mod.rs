@@ -532,22 +532,17 @@ pub fn load(
     crate::sandbox::enforce_deny_rules(rules.deny_commands());
     // Blocks must not rewrite the rules, the trust or the store, even from a workspace
     // that holds them, nor create them where they are absent: the platform's config
-    // directory and the data directory are made now (0700, empty), so that the sandbox
-    // can keep them read-only. (A project file that a block writes is not trusted, so it
-    // does not apply; see `project_rules`.)
-    for dir in [
-        default_config_path().and_then(|p| p.parent().map(Path::to_path_buf)),
-        Some(data_dir.clone()),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        let _ = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir);
-    }
+    // directory and the data directory are made (0700, empty) before a sandbox is set up,
+    // so that it can keep them read-only. (A project file that a block writes is not
+    // trusted, so it does not apply; see `project_rules`.)
+    crate::sandbox::protect_made(
+        [
+            default_config_path().and_then(|p| p.parent().map(Path::to_path_buf)),
+            Some(data_dir.clone()),
+        ]
+        .into_iter()
+        .flatten(),
+    );
     crate::sandbox::protect(
         [
             config_path.clone().or_else(default_config_path),

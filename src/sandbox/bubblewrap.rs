@@ -115,6 +115,8 @@ pub(super) struct Plan<'a> {
     /// oi-tui's own files under the workspace, bound read-only again.
     pub protected: &'a [PathBuf],
     pub network: Network,
+    /// Where blocks look for a temp dir (see `temp_dirs`).
+    pub tmp_dirs: &'a [PathBuf],
 }
 
 /// `bwrap … --` for this plan.
@@ -125,39 +127,51 @@ pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
         args.extend([flag.into(), from.into(), to.into()]);
     };
     bind("--ro-bind", Path::new("/"), Path::new("/"));
-    // Later mounts hide earlier ones beneath them: a workspace that holds the temp dir (`/`,
-    // `/tmp`) is bound first, and its temp dir stays the real one; a workspace in the temp
-    // dir is bound after the private temp dir, inside it.
-    let tmp_dirs = temp_dirs();
-    let holds_tmp = |w: &Path| tmp_dirs.iter().any(|t| t.starts_with(w));
+    // Later mounts hide earlier ones beneath them, so the writable places are bound from
+    // the shallowest down: the private temp dir over each temp dir that the workspace does
+    // not hold (a workspace that holds one, `/` or `/tmp` itself, keeps it real), and the
+    // workspace, before or after it as their depths say. `/dev` is made after a workspace of
+    // `/`, which would bring the host's back.
     let workspace = plan.writable.then_some(plan.cwd);
-    let early = workspace.filter(|w| holds_tmp(w));
-    if let Some(w) = early {
-        bind("--bind", w, w);
+    let mut places: Vec<(&str, &Path, PathBuf)> = plan
+        .tmp_dirs
+        .iter()
+        .filter(|t| workspace.is_none_or(|w| !t.starts_with(w)))
+        .map(|t| ("--bind", plan.private.tmp.as_path(), t.clone()))
+        .collect();
+    match workspace {
+        Some(w) => places.push(("--bind", w, w.to_path_buf())),
+        // A read-only working directory in a temp dir is still there to read (and to
+        // start in).
+        None if places.iter().any(|(_, _, t)| plan.cwd.starts_with(t)) => {
+            places.push(("--ro-bind", plan.cwd, plan.cwd.to_path_buf()));
+        }
+        None => {}
     }
-    args.extend(["--dev".into(), "/dev".into()]);
-    args.extend(["--dev-bind".into(), "/dev/pts".into(), "/dev/pts".into()]);
+    places.sort_by_key(|(_, _, to)| to.components().count());
+    let dev_at = places
+        .iter()
+        .position(|(_, _, to)| !Path::new("/dev").starts_with(to))
+        .unwrap_or(places.len());
+    for (i, (flag, from, to)) in places.iter().enumerate() {
+        if i == dev_at {
+            args.extend(["--dev".into(), "/dev".into()]);
+            args.extend(["--dev-bind".into(), "/dev/pts".into(), "/dev/pts".into()]);
+        }
+        args.extend([(*flag).into(), (*from).into(), to.into()]);
+    }
+    if dev_at == places.len() {
+        args.extend(["--dev".into(), "/dev".into()]);
+        args.extend(["--dev-bind".into(), "/dev/pts".into(), "/dev/pts".into()]);
+    }
     let mut bind = |flag: &str, from: &Path, to: &Path| {
         args.extend([flag.into(), from.into(), to.into()]);
     };
-    for tmp in tmp_dirs
-        .iter()
-        .filter(|t| early.is_none_or(|w| !t.starts_with(w)))
-    {
-        bind("--bind", &plan.private.tmp, tmp);
-    }
     if let Some(w) = workspace {
-        if early.is_none() {
-            bind("--bind", w, w);
-        }
         let git = w.join(".git");
         if git.exists() {
             bind("--ro-bind", &git, &git);
         }
-    } else if tmp_dirs.iter().any(|t| plan.cwd.starts_with(t)) {
-        // A read-only working directory in the temp dir is still there to read (and to
-        // start in).
-        bind("--ro-bind", plan.cwd, plan.cwd);
     }
     bind("--ro-bind", &plan.private.kernels, &plan.private.kernels);
     bind("--bind", &plan.private.figures, &plan.private.figures);
@@ -185,7 +199,7 @@ pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
 }
 
 /// Where a block looks for a temp dir: `/tmp`, and `$TMPDIR` when it is elsewhere.
-fn temp_dirs() -> Vec<PathBuf> {
+pub(super) fn temp_dirs() -> Vec<PathBuf> {
     let mut dirs = vec![PathBuf::from("/tmp")];
     if let Ok(tmp) = std::fs::canonicalize(std::env::temp_dir())
         && !dirs.contains(&tmp)
@@ -224,6 +238,7 @@ mod tests {
             private: &private,
             protected: &[],
             network: Network::Off,
+            tmp_dirs: &[PathBuf::from("/tmp")],
         };
         let text = text(&prefix(&plan, Path::new("/x/oi-tui")));
         let root = dir.path().display().to_string();
@@ -263,6 +278,7 @@ mod tests {
             private: &private,
             protected: &[],
             network: Network::On,
+            tmp_dirs: &[PathBuf::from("/tmp")],
         };
         let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
         assert!(text.contains("--cap-drop ALL"), "{text}");
@@ -293,6 +309,7 @@ mod tests {
             private: &private,
             protected: &[],
             network: Network::On,
+            tmp_dirs: &[PathBuf::from("/tmp")],
         };
         let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
         assert!(!text.contains("--bind /p/t /tmp"), "{text}");
@@ -313,11 +330,33 @@ mod tests {
             private: &private,
             protected: &[],
             network: Network::On,
+            tmp_dirs: &[PathBuf::from("/tmp")],
         };
         let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
         let tmp = text.find("--bind /p/t /tmp");
         let ws = text.find("--ro-bind /tmp/proj /tmp/proj");
         assert!(tmp.is_some() && tmp < ws, "{text}");
         assert!(!text.contains("--bind /tmp/proj"), "{text}");
+    }
+
+    /// A workspace in /tmp with `$TMPDIR` inside it: /tmp is the private one, then the
+    /// workspace (with its own temp dir, real) over it.
+    #[test]
+    fn a_workspace_holding_tmpdir_under_tmp_is_bound_after_the_private_tmp() {
+        let private = private(Path::new("/p"));
+        let tmp_dirs = [PathBuf::from("/tmp"), PathBuf::from("/tmp/ws/tmp")];
+        let plan = Plan {
+            cwd: Path::new("/tmp/ws"),
+            writable: true,
+            private: &private,
+            protected: &[],
+            network: Network::On,
+            tmp_dirs: &tmp_dirs,
+        };
+        let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
+        let tmp = text.find("--bind /p/t /tmp ");
+        let ws = text.find("--bind /tmp/ws /tmp/ws");
+        assert!(tmp.is_some() && tmp < ws, "{text}");
+        assert!(!text.contains("/tmp/ws/tmp"), "{text}");
     }
 }

@@ -174,6 +174,36 @@ pub fn protect(paths: impl IntoIterator<Item = PathBuf>) {
     }
 }
 
+/// Directories of oi-tui's that are made (empty, 0700) before a sandbox is set up, so that
+/// a block cannot create them: then they are protected like the rest.
+static MADE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Names directories of oi-tui's own that blocks must neither change nor create (see
+/// `MADE`).
+pub fn protect_made(dirs: impl IntoIterator<Item = PathBuf>) {
+    let dirs: Vec<PathBuf> = dirs.into_iter().collect();
+    if let Ok(mut made) = MADE.lock() {
+        for dir in &dirs {
+            if !made.contains(dir) {
+                made.push(dir.clone());
+            }
+        }
+    }
+    protect(dirs);
+}
+
+/// Makes the directories named by `protect_made` that are missing.
+fn make_protected_dirs() {
+    use std::os::unix::fs::DirBuilderExt;
+    let dirs = MADE.lock().map(|m| m.clone()).unwrap_or_default();
+    for dir in dirs {
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir);
+    }
+}
+
 /// The deny rules on commands, which the sandbox enforces as programs start (see
 /// `exec_guard`).
 static DENY_RULES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
@@ -300,6 +330,7 @@ pub fn prefix_with(
     exe: &Path,
 ) -> Result<Vec<OsString>, String> {
     let private = crate::exec::private_dirs()?;
+    make_protected_dirs();
     let workspace = workspace(settings.mode, cwd);
     let roots: Vec<PathBuf> = workspace.iter().cloned().collect();
     let protected = protected_under(&roots, &[&private.kernels]);
@@ -309,6 +340,7 @@ pub fn prefix_with(
             &bubblewrap::Plan {
                 cwd: &real_cwd,
                 writable: workspace.is_some(),
+                tmp_dirs: &bubblewrap::temp_dirs(),
                 private,
                 protected: &protected,
                 network: settings.network,

@@ -361,32 +361,33 @@ pub(crate) const SCRIPTS: &[ScriptRow] = &[
         Deny,
         false,
     ),
-    // Line ends the language splits on.
+    // Line ends the language splits on: the deny rule decides, and the hidden line end is
+    // the block's class (it outranks what the command does).
     (
         "python",
         "import os\n# x\ros.system('rm v')",
-        Deletes,
+        HiddenCharacters,
         Deny,
         false,
     ),
     (
         "js",
         "// x\rrequire('child_process').execSync('rm v');",
-        Deletes,
+        HiddenCharacters,
         Deny,
         false,
     ),
     (
         "js",
         "// x\u{2028}require('child_process').execSync('rm v');",
-        Deletes,
+        HiddenCharacters,
         Deny,
         false,
     ),
     (
         "js",
         "// x\u{2029}require('child_process').execSync('rm v');",
-        Deletes,
+        HiddenCharacters,
         Deny,
         false,
     ),

@@ -353,15 +353,33 @@ fn kill_leftovers(pids: &[i32]) {
 }
 
 /// The kernel directories in `tmp` (those of this test's own oi-tui).
+/// The shell kernels' directories: inside oi-tui's kernels directory in `tmp`.
 fn kernel_dirs(tmp: &Path) -> Vec<PathBuf> {
+    owned_by(tmp, None)
+        .into_iter()
+        .filter(|p| name_of(p).starts_with("oi-tui-kernels-"))
+        .flat_map(|k| std::fs::read_dir(k).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .filter(|p| name_of(p).starts_with("oi-tui-shell-"))
+        .collect()
+}
+
+fn name_of(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// oi-tui's directories in `tmp` (of process `pid`, when given).
+fn owned_by(tmp: &Path, pid: Option<i32>) -> Vec<PathBuf> {
     std::fs::read_dir(tmp)
         .map(|d| {
             d.flatten()
                 .map(|e| e.path())
                 .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("oi-tui-shell-"))
+                    let name = name_of(p);
+                    name.starts_with("oi-tui-")
+                        && pid.is_none_or(|pid| name.contains(&format!("-{pid}-")))
                 })
                 .collect()
         })
@@ -433,9 +451,9 @@ async fn a_signal_leaves_no_kernel_directory_and_stale_ones_are_swept() {
             .expect("wait");
         assert_eq!(status.code(), Some(128 + signal), "signal {signal}");
         assert!(
-            kernel_dirs(&tmp).is_empty(),
+            owned_by(&tmp, Some(pid)).is_empty(),
             "signal {signal}: left {:?}",
-            kernel_dirs(&tmp)
+            owned_by(&tmp, Some(pid))
         );
     }
 }
