@@ -8,6 +8,78 @@ use oi_tui::cli::{Cli, Command, Options};
 use oi_tui::exec::Language;
 use oi_tui::{config, headless, models, shutdown};
 
+/// The bounds of one of this process's areas that `/proc/self/stat` gives (fields counted
+/// from 1: arg_start is 48, env_start 50), with `/proc/self/FILE`'s bytes, which are that
+/// area's; None when they do not agree.
+fn own_area(first_field: usize, file: &str) -> Option<(usize, Vec<u8>)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command's `)` start with the 3rd.
+    let rest = stat.rsplit_once(')')?.1.to_string();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let start: usize = fields.get(first_field - 3)?.parse().ok()?;
+    let end: usize = fields.get(first_field - 2)?.parse().ok()?;
+    let bytes = std::fs::read(format!("/proc/self/{file}")).ok()?;
+    (end > start && bytes.len() == end - start).then_some((start, bytes))
+}
+
+/// Moves this process's environment into memory of its own and blanks the area the kernel
+/// shows as `/proc/PID/environ` (Linux): oi-tui is not dumpable, but a root block, or one
+/// under Landlock, can still read that file, and it would hold the provider's key.
+/// Called first, while this process has one thread.
+fn hide_environment() {
+    let vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    // A name `setenv` cannot take would keep pointing into the area: leave it all then.
+    if vars.iter().any(|(k, _)| {
+        use std::os::unix::ffi::OsStrExt;
+        k.is_empty() || k.as_bytes().contains(&b'=')
+    }) {
+        return;
+    }
+    let Some((start, bytes)) = own_area(50, "environ") else {
+        return;
+    };
+    for (key, value) in &vars {
+        // SAFETY: single-threaded (nothing else reads the environment now); each name was
+        // checked above. glibc's setenv copies the pair into memory of its own.
+        unsafe { std::env::set_var(key, value) };
+    }
+    // SAFETY: `start .. start + len` is this process's environment area, whose bytes /proc
+    // just returned: writable memory of this process, which no variable points into any
+    // more (each was set anew above).
+    unsafe { std::ptr::write_bytes(start as *mut u8, 0, bytes.len()) };
+}
+
+/// Blanks the value of `--api-key` in this process's command line as `/proc/PID/cmdline`
+/// shows it (Linux): a process's command line is readable by every process, a block under
+/// Landlock or without a sandbox included. The arguments were parsed already; the memory
+/// is this process's own, between the kernel's `arg_start` and `arg_end`.
+fn hide_secret_arguments() {
+    let Some((start, cmdline)) = own_area(48, "cmdline") else {
+        return;
+    };
+    let mut offset = 0;
+    let mut blank_next = false;
+    for arg in cmdline.split(|&b| b == 0) {
+        let value = if blank_next {
+            Some((offset, arg.len()))
+        } else {
+            arg.strip_prefix(b"--api-key=")
+                .map(|v| (offset + arg.len() - v.len(), v.len()))
+        };
+        blank_next = arg == b"--api-key";
+        if let Some((at, len)) = value
+            && len > 0
+        {
+            // SAFETY: `start + at .. start + at + len` lies inside this process's argument
+            // area (the kernel's arg_start..arg_end, whose bytes /proc just returned), which
+            // is writable memory of this process; nothing holds a reference to it (clap
+            // copied the arguments).
+            unsafe { std::ptr::write_bytes((start + at) as *mut u8, b'*', len) };
+        }
+        offset += arg.len() + 1;
+    }
+}
+
 /// Exit statuses: 1 for provider or config errors, 2 for usage errors.
 const CONFIG_ERROR: i32 = 1;
 const USAGE_ERROR: i32 = 2;
@@ -21,7 +93,9 @@ fn main() {
     {
         std::process::exit(oi_tui::sandbox::trampoline_main(&args[2..]));
     }
+    hide_environment();
     let cli = Cli::parse();
+    hide_secret_arguments();
     shutdown::install_panic_hook();
     // Not dumpable: the blocks oi-tui runs (as the same user) cannot read its environment
     // (the provider's key) or memory through /proc, nor attach a debugger to it. Kernels

@@ -240,3 +240,48 @@ async fn network_off_under_landlock_stops_udp_and_abstract_sockets() {
         );
     }
 }
+
+/// No process above a block gives its secrets away: under each backend the block walks up
+/// its ancestors (oi-tui and what started it, which holds a key in its environment) and
+/// finds the key neither in an environment nor in a command line (`--api-key`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_reads_no_key_from_its_ancestors() {
+    const KEY: &str = "sk-ancestor-5c1d9e7f3a";
+    let code = format!(
+        r#"import os
+key = {KEY:?}.encode()
+pid, seen, found = os.getpid(), 0, []
+while pid > 1:
+    try:
+        pid = int(open('/proc/%d/stat' % pid).read().rsplit(')', 1)[1].split()[1])
+    except OSError:
+        break
+    for what in ('environ', 'cmdline'):
+        try:
+            if key in open('/proc/%d/%s' % (pid, what), 'rb').read():
+                found.append(what)
+        except OSError:
+            pass
+    seen += 1
+print('ANCESTORS', seen, 'FOUND', len(found), *found)
+"#
+    );
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let server =
+            ModelServer::start(vec![Reply::tool("python", &code), Reply::text("Done.")]).await;
+        // The wrapper above oi-tui holds the key in its environment, as a shell would.
+        let mut cmd = layout.command(backend);
+        cmd.env("WRAPPER_SECRET", KEY)
+            .args(["-y", "--task", "go", "--model", "openai/scripted"])
+            .args(["--api-base", &server.base("openai"), "--api-key", KEY])
+            .arg("--data-dir")
+            .arg(layout.path("data"));
+        let all = text(&run(cmd).await);
+        assert!(
+            all.contains("ANCESTORS"),
+            "{backend}: the block ran:\n{all}"
+        );
+        assert!(all.contains("FOUND 0"), "{backend}: a key was read:\n{all}");
+    }
+}
