@@ -152,16 +152,27 @@ pub(crate) fn one_line(text: &str) -> String {
 /// Writes `text` to `path` whole or not at all: into a new file beside it, then renamed
 /// over it, so that a failure (a full disk, a missing directory) leaves no partial file
 /// and an earlier file as it was. A file that exists keeps its permissions; a new script
-/// is made executable (as the umask allows).
+/// is made executable (as the umask allows). Never through a symbolic link: a block may
+/// have put one where an export was to go, pointing anywhere; that is an error, and the
+/// link stays as it was.
 pub fn write_whole(path: &Path, text: &str, executable: bool) -> Result<(), String> {
-    let cannot = |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", path.display());
-    // Through a symbolic link to the file it names.
-    let target: PathBuf = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => {
-            std::fs::canonicalize(path).map_err(|e| cannot(&e))?
-        }
-        _ => path.to_path_buf(),
+    let cannot = |e: &dyn std::fmt::Display| {
+        format!(
+            "cannot write {}: {e}",
+            crate::safe_text::visible(&path.display().to_string())
+        )
     };
+    if let Ok(m) = std::fs::symlink_metadata(path)
+        && m.file_type().is_symlink()
+    {
+        let to = std::fs::read_link(path)
+            .map(|t| crate::safe_text::visible(&t.display().to_string()))
+            .unwrap_or_default();
+        return Err(cannot(&format!(
+            "it is a symbolic link (to {to}), and oi-tui does not write through links (a block could have put it there); remove it, or give the file's own path"
+        )));
+    }
+    let target: PathBuf = path.to_path_buf();
     let existing = std::fs::metadata(&target).ok();
     if existing.as_ref().is_some_and(|m| m.is_dir()) {
         return Err(cannot(&"it is a directory; give a file name"));
@@ -234,6 +245,24 @@ mod tests {
         );
         assert_eq!(Format::from_path(Path::new("run.sh")), Some(Format::Shell));
         assert_eq!(Format::from_path(Path::new("notes.txt")), None);
+    }
+
+    #[test]
+    fn a_link_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let link = dir.path().join("out.md");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let err = write_whole(&link, "export", false).unwrap_err();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
     }
 
     #[test]

@@ -285,3 +285,98 @@ print('ANCESTORS', seen, 'FOUND', len(found), *found)
         assert!(all.contains("FOUND 0"), "{backend}: a key was read:\n{all}");
     }
 }
+
+/// Every file under `dir` (links included, not followed).
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// What oi-tui writes after a block from what the block left (figures, an export where the
+/// block planted a link) never follows a link the block made: a link or a FIFO left as a
+/// figure is not kept (and does not hang the run), a file outside keeps its content and its
+/// mode, and an export refuses to write through a planted link.
+#[tokio::test(flavor = "multi_thread")]
+async fn figures_and_exports_do_not_follow_what_a_block_planted() {
+    use std::os::unix::fs::PermissionsExt;
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let outside = layout.path("outside").join("real.png");
+        // A real PNG of 1×1, so that a followed link would be kept as an image.
+        std::fs::write(
+            &outside,
+            [
+                0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, b'I', b'H', b'D',
+                b'R', 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89,
+            ],
+        )
+        .expect("png");
+        std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o644)).expect("mode");
+        let victim = layout.path("outside").join("victim.md");
+        std::fs::write(&victim, "keep").expect("victim");
+        let code = format!(
+            r#"import os
+env = open('/proc/self/environ', 'rb').read().split(b'\0')
+d = [e.split(b'=', 1)[1].decode() for e in env if e.startswith(b'OI_TUI_IMAGES=')][0]
+os.symlink({outside:?}, os.path.join(d, '0001.png'))
+os.mkfifo(os.path.join(d, '0002.png'))
+os.symlink({victim:?}, 'export.md')
+print('PLANTED-' + 'FIGURES')
+"#,
+            outside = outside.display().to_string(),
+            victim = victim.display().to_string(),
+        );
+        let server =
+            ModelServer::start(vec![Reply::tool("python", &code), Reply::text("Done.")]).await;
+        let all = text(&layout.task(backend, &server, &[]).await);
+        assert!(all.contains("PLANTED-FIGURES"), "{backend}:\n{all}");
+        let mode = std::fs::metadata(&outside)
+            .expect("outside")
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(
+            mode, 0o644,
+            "{backend}: the outside file's mode changed:\n{all}"
+        );
+        for file in walk(&layout.path("data")) {
+            let meta = std::fs::symlink_metadata(&file).expect("meta");
+            assert!(
+                !meta.file_type().is_symlink(),
+                "{backend}: a link was kept: {}",
+                file.display()
+            );
+        }
+
+        // The export refuses to write through the planted link.
+        let mut cmd = layout.command(backend);
+        cmd.args(["sessions", "list", "--json", "--data-dir"])
+            .arg(layout.path("data"));
+        let listed = text(&run(cmd).await);
+        let id = listed
+            .split("\"id\":")
+            .nth(1)
+            .and_then(|rest| rest.split('"').nth(1))
+            .unwrap_or_else(|| panic!("{backend}: no session id in {listed}"))
+            .to_string();
+        let mut cmd = layout.command(backend);
+        cmd.args(["sessions", "export", &id, "-o", "export.md", "--data-dir"])
+            .arg(layout.path("data"));
+        let out = run(cmd).await;
+        assert!(!out.status.success(), "{backend}: {}", text(&out));
+        assert!(
+            text(&out).contains("does not write through links"),
+            "{}",
+            text(&out)
+        );
+        assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "keep");
+    }
+}
