@@ -105,13 +105,8 @@ pub fn run_with(
                 project_rules::trust_command(&settings.cwd)
             ));
         }
-        write!(out, "Trust these rules for {dir}? [y/N] ").map_err(io)?;
-        out.flush().map_err(io)?;
-        let mut answer = String::new();
-        input
-            .read_line(&mut answer)
-            .map_err(|e| format!("cannot read the answer: {e}"))?;
-        if !matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+        let question = format!("Trust these rules for {dir}?");
+        if !ask(&question, input, out)? {
             writeln!(out, "Not trusted; the project rules do not apply.").map_err(io)?;
             return Ok(1);
         }
@@ -171,13 +166,7 @@ fn agents_md(
                     .to_string(),
             );
         }
-        write!(out, "Send it to the model in later sessions? [y/N] ").map_err(io)?;
-        out.flush().map_err(io)?;
-        let mut answer = String::new();
-        input
-            .read_line(&mut answer)
-            .map_err(|e| format!("cannot read the answer: {e}"))?;
-        if !matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+        if !ask("Send it to the model in later sessions?", input, out)? {
             writeln!(out, "It stays held back.").map_err(io)?;
             return Ok(1);
         }
@@ -189,6 +178,21 @@ fn agents_md(
     )
     .map_err(io)?;
     Ok(0)
+}
+
+/// Asks a yes-or-no question on the terminal; only `y` or `yes` is a yes.
+fn ask(question: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<bool, String> {
+    let io = |e: std::io::Error| format!("cannot write: {e}");
+    write!(out, "{question} [y/N] ").map_err(io)?;
+    out.flush().map_err(io)?;
+    let mut answer = String::new();
+    input
+        .read_line(&mut answer)
+        .map_err(|e| format!("cannot read the answer: {e}"))?;
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
 }
 
 /// Prints the file's rules and what each list does.

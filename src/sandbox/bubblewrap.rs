@@ -219,6 +219,20 @@ mod tests {
             .collect()
     }
 
+    /// The prefix's words for a plan of `cwd` (with /tmp the only temp dir), joined.
+    fn joined(cwd: &str, writable: bool, tmp_dirs: &[PathBuf]) -> String {
+        let private = private(Path::new("/p"));
+        let plan = Plan {
+            cwd: Path::new(cwd),
+            writable,
+            private: &private,
+            protected: &[],
+            network: Network::On,
+            tmp_dirs,
+        };
+        text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ")
+    }
+
     fn private(base: &Path) -> Private {
         Private {
             kernels: base.join("k"),
@@ -271,16 +285,7 @@ mod tests {
     /// kernels' directories are read-only and only the figures writable.
     #[test]
     fn the_prefix_drops_capabilities_and_hides_the_real_temp_dir() {
-        let private = private(Path::new("/p"));
-        let plan = Plan {
-            cwd: Path::new("/home/ada/proj"),
-            writable: true,
-            private: &private,
-            protected: &[],
-            network: Network::On,
-            tmp_dirs: &[PathBuf::from("/tmp")],
-        };
-        let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
+        let text = joined("/home/ada/proj", true, &[PathBuf::from("/tmp")]);
         assert!(text.contains("--cap-drop ALL"), "{text}");
         assert!(
             text.contains("--dev /dev --dev-bind /dev/pts /dev/pts"),
@@ -302,16 +307,7 @@ mod tests {
     /// would be, and the private one is not put over it.
     #[test]
     fn a_workspace_holding_the_temp_dir_is_bound_first() {
-        let private = private(Path::new("/p"));
-        let plan = Plan {
-            cwd: Path::new("/"),
-            writable: true,
-            private: &private,
-            protected: &[],
-            network: Network::On,
-            tmp_dirs: &[PathBuf::from("/tmp")],
-        };
-        let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
+        let text = joined("/", true, &[PathBuf::from("/tmp")]);
         assert!(!text.contains("--bind /p/t /tmp"), "{text}");
         let ws = text.find("--bind / /");
         let dev = text.find("--dev /dev");
@@ -323,16 +319,7 @@ mod tests {
     /// private temp dir, so that the kernel starts in it and can read it.
     #[test]
     fn a_read_only_workspace_in_the_temp_dir_stays_visible() {
-        let private = private(Path::new("/p"));
-        let plan = Plan {
-            cwd: Path::new("/tmp/proj"),
-            writable: false,
-            private: &private,
-            protected: &[],
-            network: Network::On,
-            tmp_dirs: &[PathBuf::from("/tmp")],
-        };
-        let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
+        let text = joined("/tmp/proj", false, &[PathBuf::from("/tmp")]);
         let tmp = text.find("--bind /p/t /tmp");
         let ws = text.find("--ro-bind /tmp/proj /tmp/proj");
         assert!(tmp.is_some() && tmp < ws, "{text}");
@@ -343,17 +330,11 @@ mod tests {
     /// workspace (with its own temp dir, real) over it.
     #[test]
     fn a_workspace_holding_tmpdir_under_tmp_is_bound_after_the_private_tmp() {
-        let private = private(Path::new("/p"));
-        let tmp_dirs = [PathBuf::from("/tmp"), PathBuf::from("/tmp/ws/tmp")];
-        let plan = Plan {
-            cwd: Path::new("/tmp/ws"),
-            writable: true,
-            private: &private,
-            protected: &[],
-            network: Network::On,
-            tmp_dirs: &tmp_dirs,
-        };
-        let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
+        let text = joined(
+            "/tmp/ws",
+            true,
+            &[PathBuf::from("/tmp"), PathBuf::from("/tmp/ws/tmp")],
+        );
         let tmp = text.find("--bind /p/t /tmp ");
         let ws = text.find("--bind /tmp/ws /tmp/ws");
         assert!(tmp.is_some() && tmp < ws, "{text}");
