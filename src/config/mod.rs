@@ -530,30 +530,7 @@ pub fn load(
     crate::project_rules::apply(&cwd, &data_dir, &mut rules, &mut warnings);
     // The sandbox stops what they deny as it starts, however a block spelled it.
     crate::sandbox::enforce_deny_rules(rules.deny_commands());
-    // Blocks must not rewrite the rules, the trust or the store, even from a workspace
-    // that holds them, nor create them where they are absent: the platform's config
-    // directory and the data directory are made (0700, empty) before a sandbox is set up,
-    // so that it can keep them read-only. (A project file that a block writes is not
-    // trusted, so it does not apply; see `project_rules`.)
-    crate::sandbox::protect_made(
-        [
-            default_config_path().and_then(|p| p.parent().map(Path::to_path_buf)),
-            Some(data_dir.clone()),
-        ]
-        .into_iter()
-        .flatten(),
-    );
-    crate::sandbox::protect(
-        [
-            config_path.clone().or_else(default_config_path),
-            // The platform's oi-tui directory, where a config file could be created.
-            default_config_path().and_then(|p| p.parent().map(Path::to_path_buf)),
-            Some(data_dir.clone()),
-            Some(crate::project_rules::path_in(&cwd)),
-        ]
-        .into_iter()
-        .flatten(),
-    );
+    own_files::protect(config_path.as_deref(), &data_dir, &cwd);
     if let Some(path) = &config_path
         && file.settings.api_key.is_some()
     {
@@ -797,6 +774,7 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 pub mod executors;
 pub mod mcp;
+mod own_files;
 mod ranges;
 #[cfg(test)]
 mod tests;
