@@ -175,6 +175,20 @@ pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
     }
     bind("--ro-bind", &plan.private.kernels, &plan.private.kernels);
     bind("--bind", &plan.private.figures, &plan.private.figures);
+    // A directory that leads to a protected one is bound onto itself first: a mount point
+    // cannot be renamed, so the way to oi-tui's files cannot be moved aside and made anew
+    // (`mv ~/.config x; mkdir -p ~/.config/oi-tui`). Its contents stay writable.
+    let mut ways: Vec<&Path> = plan
+        .protected
+        .iter()
+        .flat_map(|p| p.ancestors().skip(1))
+        .filter(|a| workspace.is_some_and(|w| a.starts_with(w) && *a != w))
+        .collect();
+    ways.sort_by_key(|a| a.components().count());
+    ways.dedup();
+    for way in ways {
+        bind("--bind", way, way);
+    }
     for path in plan.protected {
         bind("--ro-bind", path, path);
     }
@@ -324,6 +338,30 @@ mod tests {
         let ws = text.find("--ro-bind /tmp/proj /tmp/proj");
         assert!(tmp.is_some() && tmp < ws, "{text}");
         assert!(!text.contains("--bind /tmp/proj"), "{text}");
+    }
+
+    /// The directories that lead from the workspace to a protected one are mount points
+    /// (bound onto themselves, writable) before the protected one is bound read-only.
+    #[test]
+    fn the_way_to_a_protected_directory_cannot_be_moved() {
+        let private = private(Path::new("/p"));
+        let protected = [PathBuf::from("/home/ada/.config/oi-tui")];
+        let plan = Plan {
+            cwd: Path::new("/home/ada"),
+            writable: true,
+            private: &private,
+            protected: &protected,
+            network: Network::On,
+            tmp_dirs: &[PathBuf::from("/tmp")],
+        };
+        let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
+        let way = text.find("--bind /home/ada/.config /home/ada/.config");
+        let own = text.find("--ro-bind /home/ada/.config/oi-tui /home/ada/.config/oi-tui");
+        assert!(way.is_some() && way < own, "{text}");
+        assert!(
+            !text.contains("--bind /home/ada /home/ada --bind /home/ada "),
+            "{text}"
+        );
     }
 
     /// A workspace in /tmp with `$TMPDIR` inside it: /tmp is the private one, then the

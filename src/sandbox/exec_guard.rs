@@ -15,7 +15,9 @@
 //! - it is the same file (its real path, or device and inode: a hard link);
 //! - it has the same content (a copy; compared byte for byte when the sizes are equal);
 //! - its file name is the rule's program name (`./rm`);
-//! - it is the dynamic loader, and the program the loader was given is one of the above;
+//! - it is the dynamic loader given a program to run (whatever the program: the loader
+//!   opens it only after the check, when a link may name another file), while any deny
+//!   rule exists (`--list` and `--verify`, which `ldd` uses, still run);
 //! - it is a multi-call binary (busybox, toybox, coreutils) and the applet is the rule's name.
 //!
 //! and the arguments after the program begin with the rule's other words (literally: `deny =
@@ -120,8 +122,6 @@ pub(super) struct Started {
     pub exe_path: PathBuf,
     /// The final argv.
     pub argv: Vec<String>,
-    /// The process's working directory (for a relative program given to the loader).
-    pub cwd: Option<PathBuf>,
 }
 
 impl Started {
@@ -141,7 +141,6 @@ impl Started {
             exe: std::fs::File::open(proc.join("exe")).ok(),
             exe_path: std::fs::read_link(proc.join("exe")).unwrap_or_default(),
             argv,
-            cwd: std::fs::read_link(proc.join("cwd")).ok(),
         }
     }
 }
@@ -170,13 +169,19 @@ pub(super) fn forbidding<'a>(denied: &'a [Denied], started: &Started) -> Option<
     )];
     let exe_name = file_name(&started.exe_path);
     if is_loader(&exe_name)
-        && let Some((program, rest)) = loader_program(&args)
+        && let Some((program, _)) = loader_program(&args)
+        && let Some(rule) = denied.first()
     {
-        let path = match (&started.cwd, Path::new(program).is_absolute()) {
-            (Some(cwd), false) => cwd.join(program),
-            _ => PathBuf::from(program),
-        };
-        views.push((Program::File { path, open: None }, rest));
+        // The loader opens its program only after this check, and what the path names
+        // then may differ (a link switched meanwhile): a program run through the loader
+        // cannot be checked, so it does not run while deny rules exist.
+        return Some((
+            rule.text.as_str(),
+            format!(
+                "{} {program} (a program run through the dynamic loader, which cannot be checked)",
+                started.exe_path.display()
+            ),
+        ));
     }
     if MULTI_CALL.contains(&exe_name.as_str())
         && let Some((applet, rest)) = applet(&args)
@@ -221,6 +226,9 @@ fn loader_program<'a>(argv: &'a [&'a str]) -> Option<(&'a str, &'a [&'a str])> {
     let mut i = 1;
     while i < argv.len() {
         let arg = argv[i];
+        if matches!(arg, "--list" | "--verify" | "--help" | "--version") {
+            return None;
+        }
         if LOADER_VALUE_OPTIONS.contains(&arg) {
             i += 2;
         } else if arg.starts_with("--") {
@@ -326,7 +334,6 @@ mod tests {
             exe: None,
             exe_path: PathBuf::from(exe),
             argv: argv.iter().map(|a| a.to_string()).collect(),
-            cwd: Some(PathBuf::from("/")),
         }
     }
 
@@ -343,6 +350,17 @@ mod tests {
             &["/lib64/ld-linux-x86-64.so.2", "--argv0", "x", &real, "v"],
         );
         assert!(forbidding(&denied, &via_loader).is_some());
+        // Any program through the loader: what it opens cannot be checked.
+        let other = started(
+            "/lib64/ld-linux-x86-64.so.2",
+            &["/lib64/ld-linux-x86-64.so.2", "/bin/true"],
+        );
+        assert!(forbidding(&denied, &other).is_some());
+        let list = started(
+            "/lib64/ld-linux-x86-64.so.2",
+            &["/lib64/ld-linux-x86-64.so.2", "--list", "/bin/true"],
+        );
+        assert!(forbidding(&denied, &list).is_none());
         // As a busybox applet, either way.
         assert!(forbidding(&denied, &started("/bin/busybox", &["rm", "v"])).is_some());
         assert!(forbidding(&denied, &started("/bin/busybox", &["busybox", "rm", "v"])).is_some());

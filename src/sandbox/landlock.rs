@@ -271,6 +271,10 @@ pub fn trampoline_main(args: &[OsString]) -> i32 {
     if plan.foreground {
         take_foreground();
     }
+    if let Err(e) = super::seccomp::deny_terminal_typing() {
+        eprintln!("oi-tui sandbox: {e}");
+        return 126;
+    }
     if let Some(tmpdir) = &plan.tmpdir {
         // SAFETY: the trampoline is single-threaded; nothing else reads the environment.
         unsafe { std::env::set_var("TMPDIR", tmpdir) };

@@ -5,7 +5,8 @@
 //! nothing of other sockets. This filter lets `socket(2)` make only Unix and netlink
 //! sockets, and TCP sockets (which Landlock then keeps from connecting or binding): UDP,
 //! ICMP, SCTP, raw and packet sockets and every other family fail with EACCES. `io_uring`,
-//! which can make sockets without `socket(2)`, is refused (ENOSYS, so programs fall back).
+//! which can make sockets without `socket(2)`, is refused (ENOSYS, so programs fall back),
+//! and so is TCP Fast Open (`MSG_FASTOPEN`), which connects without `connect(2)`.
 //! Syscalls of another ABI than this binary's (32-bit or x32 on x86-64) are refused, since
 //! their numbers differ.
 
@@ -24,6 +25,7 @@ const ARCH: u32 = 4;
 const ARG0: u32 = 16;
 const ARG1: u32 = 24;
 const ARG2: u32 = 32;
+const ARG3: u32 = 40;
 
 const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
@@ -87,6 +89,74 @@ fn network_off_filter() -> Vec<libc::sock_filter> {
     ]
 }
 
+/// A filter that refuses one system call when one argument, masked, is not zero: `nr`'s
+/// argument at `arg` (an offset in `seccomp_data`) and'd with `mask`. Other system calls
+/// pass; those of another ABI are refused (ENOSYS).
+fn refuse_when_set(nr: i64, arg: u32, mask: u32, errno_value: i32) -> Vec<libc::sock_filter> {
+    vec![
+        stmt(LD_W_ABS, ARCH),
+        jump(JEQ_K, AUDIT_ARCH, 1, 0),
+        stmt(RET_K, errno(libc::ENOSYS)),
+        stmt(LD_W_ABS, NR),
+        jump(JEQ_K, nr as u32, 1, 0),
+        stmt(RET_K, ALLOW),
+        stmt(LD_W_ABS, arg),
+        stmt(AND_K, mask),
+        jump(JEQ_K, 0, 0, 1),
+        stmt(RET_K, ALLOW),
+        stmt(RET_K, errno(errno_value)),
+    ]
+}
+
+/// A filter that refuses one system call outright.
+fn refuse(nr: i64, errno_value: i32) -> Vec<libc::sock_filter> {
+    vec![
+        stmt(LD_W_ABS, NR),
+        jump(JEQ_K, nr as u32, 0, 1),
+        stmt(RET_K, errno(errno_value)),
+        stmt(RET_K, ALLOW),
+    ]
+}
+
+/// A filter that refuses `ioctl(fd, TIOCSTI, …)`: a block could otherwise type into the
+/// terminal it was started from, for a shell there to run (`oi-tui sandbox --` in a
+/// person's terminal), where the kernel still allows it (`dev.tty.legacy_tiocsti`).
+fn no_typing_filter() -> Vec<libc::sock_filter> {
+    let mut filter = refuse_when_set(libc::SYS_ioctl, ARG1, u32::MAX, libc::EPERM);
+    // Not "any bit set" but "this request": compare instead of masking.
+    filter[7] = stmt(AND_K, u32::MAX);
+    filter[8] = jump(JEQ_K, libc::TIOCSTI as u32, 1, 0);
+    filter
+}
+
+/// Always, in every sandbox: no typing into the terminal (see `no_typing_filter`).
+pub(super) fn deny_terminal_typing() -> Result<(), String> {
+    install(&no_typing_filter())
+}
+
+/// The filters that keep every process the tracer's (see `tracer`): no clone that asks
+/// not to be traced (`CLONE_UNTRACED`), and no `clone3`, whose flags a filter cannot read
+/// (ENOSYS: the C library falls back to `clone`). Made before a fork, installed after it.
+pub(super) fn traced_clones_filters() -> [Vec<libc::sock_filter>; 2] {
+    [
+        refuse_when_set(
+            libc::SYS_clone,
+            ARG0,
+            libc::CLONE_UNTRACED as u32,
+            libc::EPERM,
+        ),
+        refuse(libc::SYS_clone3, libc::ENOSYS),
+    ]
+}
+
+/// Installs filters made by `traced_clones_filters` (no allocation: safe after a fork).
+pub(super) fn install_all(filters: &[Vec<libc::sock_filter>]) -> Result<(), String> {
+    for filter in filters {
+        install(filter)?;
+    }
+    Ok(())
+}
+
 /// Installs `filter` on this thread (and so on what it `exec`s). `no_new_privs` must be set
 /// (Landlock's `restrict_self` sets it).
 fn install(filter: &[libc::sock_filter]) -> Result<(), String> {
@@ -114,9 +184,30 @@ fn install(filter: &[libc::sock_filter]) -> Result<(), String> {
     }
 }
 
-/// With the network off: only Unix, netlink and TCP sockets (see the module notes).
+/// With the network off: only Unix, netlink and TCP sockets (see the module notes), and no
+/// TCP Fast Open, whose `sendto`/`sendmsg` with `MSG_FASTOPEN` connects without `connect`
+/// (Landlock checks only `connect`).
 pub(super) fn deny_datagram_and_raw_sockets() -> Result<(), String> {
-    install(&network_off_filter())
+    install(&network_off_filter())?;
+    let fast_open = libc::MSG_FASTOPEN as u32;
+    install(&refuse_when_set(
+        libc::SYS_sendto,
+        ARG3,
+        fast_open,
+        libc::EACCES,
+    ))?;
+    install(&refuse_when_set(
+        libc::SYS_sendmsg,
+        ARG2,
+        fast_open,
+        libc::EACCES,
+    ))?;
+    install(&refuse_when_set(
+        libc::SYS_sendmmsg,
+        ARG3,
+        fast_open,
+        libc::EACCES,
+    ))
 }
 
 #[cfg(test)]

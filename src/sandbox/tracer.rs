@@ -43,6 +43,8 @@ pub(super) fn run(program: &[OsString], rules: &[String]) -> i32 {
     };
     let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     pointers.push(std::ptr::null());
+    // Made before the fork; the child installs them (no clone escapes the tracing).
+    let filters = super::seccomp::traced_clones_filters();
     // SAFETY: plain signal dispositions of this single-threaded process.
     unsafe {
         for sig in TERMINAL_SIGNALS {
@@ -64,6 +66,11 @@ pub(super) fn run(program: &[OsString], rules: &[String]) -> i32 {
         unsafe {
             for sig in TERMINAL_SIGNALS {
                 libc::signal(sig, libc::SIG_DFL);
+            }
+            if super::seccomp::install_all(&filters).is_err() {
+                let msg = b"oi-tui sandbox: deny rules cannot be enforced here: no seccomp\n";
+                libc::write(2, msg.as_ptr().cast(), msg.len());
+                libc::_exit(126);
             }
             libc::raise(libc::SIGSTOP);
             libc::execvp(pointers[0], pointers.as_ptr());

@@ -380,3 +380,89 @@ print('PLANTED-' + 'FIGURES')
         assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "keep");
     }
 }
+
+/// Found by a hostile tester: a process made with `CLONE_UNTRACED` escaped the exec checks;
+/// TCP Fast Open connected with the network off under Landlock; a workspace holding the
+/// config directory's parent moved it aside and made a new one under bubblewrap; a block
+/// typed into its terminal with TIOCSTI. Each is refused now, under both backends. (Run as
+/// `oi-tui sandbox --`, as blocks run, without the reader in the way.)
+#[tokio::test(flavor = "multi_thread")]
+async fn the_hostile_testers_escapes_are_closed() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("addr").port();
+    let script = format!(
+        r#"import ctypes, fcntl, os, pty, socket, subprocess, termios
+libc = ctypes.CDLL(None, use_errno=True)
+pid = libc.syscall(56, 0x00800000 | 17, 0, 0, 0, 0)
+if pid == 0:
+    os.execv('/bin/rm', ['rm', 'victim'])
+if pid > 0:
+    os.waitpid(pid, 0)
+print('UNTRACED', pid, ctypes.get_errno(), flush=True)
+try:
+    s = socket.socket()
+    s.sendto(b'FASTOPEN', 0x20000000, ('127.0.0.1', {port}))
+    print('FASTOPEN-' + 'SENT', flush=True)
+except OSError as e:
+    print('FASTOPEN-' + 'REFUSED', e.errno, flush=True)
+try:
+    master, slave = pty.openpty()
+    name = os.ttyname(slave)
+except OSError as e:
+    # Under bubblewrap a block cannot make a terminal (the host's ptmx is not theirs).
+    print('PTY-' + 'REFUSED', e, flush=True)
+    name = None
+child = os.fork() if name else -1
+if child == 0:
+    os.setsid()
+    fd = os.open(name, os.O_RDWR)
+    try:
+        fcntl.ioctl(fd, termios.TIOCSTI, b'x')
+        print('TIOCSTI-' + 'TYPED', flush=True)
+    except OSError as e:
+        print('TIOCSTI-' + 'REFUSED', e.errno, flush=True)
+    os._exit(0)
+if child > 0:
+    os.waitpid(child, 0)
+r = subprocess.run(['sh', '-c', 'mv cfg cfg_moved && mkdir -p cfg/oi-tui && echo "[policy]" > cfg/oi-tui/config.toml && echo MOVED'], capture_output=True, text=True)
+print(r.stdout.strip() or 'MOVE-' + 'REFUSED', flush=True)
+"#
+    );
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let ws = layout.path("ws");
+        let cfg = ws.join("cfg");
+        std::fs::create_dir_all(cfg.join("oi-tui")).expect("cfg");
+        std::fs::write(
+            cfg.join("oi-tui/config.toml"),
+            "[policy]\ndeny = [\"rm\"]\n",
+        )
+        .expect("config");
+        std::fs::write(ws.join("victim"), "keep").expect("victim");
+        std::fs::write(ws.join("escape.py"), &script).expect("script");
+        let mut cmd = layout.command(backend);
+        cmd.env("XDG_CONFIG_HOME", &cfg)
+            .args(["--network", "off", "--data-dir"])
+            .arg(layout.path("data"))
+            .args(["sandbox", "--", "python3", "escape.py"]);
+        let all = text(&run(cmd).await);
+        assert!(all.contains("UNTRACED"), "{backend}: it ran:\n{all}");
+        assert!(
+            ws.join("victim").exists(),
+            "{backend}: rm ran untraced:\n{all}"
+        );
+        assert!(all.contains("FASTOPEN-REFUSED"), "{backend}:\n{all}");
+        assert!(!all.contains("TIOCSTI-TYPED"), "{backend}:\n{all}");
+        if backend == "landlock" {
+            assert!(all.contains("TIOCSTI-REFUSED"), "{backend}:\n{all}");
+        }
+        assert!(all.contains("MOVE-REFUSED"), "{backend}:\n{all}");
+        assert_eq!(
+            std::fs::read_to_string(cfg.join("oi-tui/config.toml")).expect("config"),
+            "[policy]\ndeny = [\"rm\"]\n",
+            "{backend}"
+        );
+    }
+    assert!(listener.accept().is_err(), "a connection arrived");
+}

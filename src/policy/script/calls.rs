@@ -34,7 +34,14 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, lang: Language, code: &str, frame: 
     } else {
         (HashMap::new(), Vec::new())
     };
-    let in_import = |i: usize| imports.iter().any(|(a, b)| (*a..*b).contains(&i));
+    // The spans come in order and do not overlap: the one that could hold `i` is found by
+    // halving.
+    let in_import = |i: usize| {
+        let k = imports.partition_point(|&(_, end)| end <= i);
+        imports
+            .get(k)
+            .is_some_and(|&(start, end)| start <= i && i < end)
+    };
     let mut i = 0;
     while i < toks.len() {
         let t = &toks[i];

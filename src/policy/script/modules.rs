@@ -50,10 +50,16 @@ websockets wheel wx xarray xgboost xlrd xlsxwriter yaml zstandard
 
 /// Whether `module` (a top-level name: `os` of `os.path`) is a module the policy knows.
 pub(super) fn is_known(module: &str) -> bool {
-    !module.is_empty()
-        && [STANDARD, PACKAGES]
-            .iter()
-            .any(|list| list.split_ascii_whitespace().any(|m| m == module))
+    static KNOWN: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
+        std::sync::OnceLock::new();
+    KNOWN
+        .get_or_init(|| {
+            STANDARD
+                .split_ascii_whitespace()
+                .chain(PACKAGES.split_ascii_whitespace())
+                .collect()
+        })
+        .contains(module)
 }
 
 #[cfg(test)]
