@@ -118,13 +118,21 @@ fn main() {
     let status = runtime.block_on(async {
         shutdown::exit_on_terminate();
         match cli.command {
-            Some(Command::Run(args)) => match oi_tui::run::run(args).await {
-                Ok(code) => code,
-                Err(e) => {
-                    eprintln!("oi-tui: {e:#}");
-                    USAGE_ERROR
+            Some(Command::Run(args)) => {
+                match config::load(&cli.options.flag_settings(), &|k| std::env::var(k).ok()) {
+                    Ok(settings) => match oi_tui::run::run(args, &settings).await {
+                        Ok(code) => code,
+                        Err(e) => {
+                            eprintln!("oi-tui: {e:#}");
+                            USAGE_ERROR
+                        }
+                    },
+                    Err(message) => {
+                        eprintln!("oi-tui: {message}");
+                        CONFIG_ERROR
+                    }
                 }
-            },
+            }
             Some(Command::Languages) => {
                 languages();
                 0

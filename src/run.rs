@@ -12,7 +12,7 @@ use crate::exec::{Block, KernelConfig, Kernels, Language, RunResult, RunStatus};
 use crate::shutdown;
 use crate::term::{self, KeyPump};
 
-pub async fn run(args: RunArgs) -> Result<i32> {
+pub async fn run(args: RunArgs, settings: &crate::config::Settings) -> Result<i32> {
     let language = Language::parse(&args.language).with_context(|| {
         format!(
             "unknown language `{}`; known: {}",
@@ -32,6 +32,16 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         config.cwd = std::fs::canonicalize(cwd)
             .with_context(|| format!("--cwd {}: no such directory", cwd.display()))?;
     }
+    // As every kernel: in the sandbox asked for (the config file, the flags), with the
+    // environment blocks get, the deny rules enforced as programs start.
+    let sandbox = crate::sandbox::resolve(settings.sandbox, &config.cwd);
+    if let Some(warning) = &sandbox.warning {
+        eprintln!("oi-tui: warning: {warning}");
+    }
+    config.launch_prefix = sandbox.prefix.clone();
+    config.launch_refusal = sandbox.refusal.clone();
+    config.env = settings.kernel_env();
+    config.clear_env = true;
     if let Some(dir) = &args.keep_images {
         crate::secrets::private_dir(dir)
             .with_context(|| format!("--keep-images {}: cannot use it", dir.display()))?;

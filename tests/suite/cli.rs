@@ -111,10 +111,13 @@ fn languages_lists_every_language() {
     }
 }
 
-/// Starts a block that prints its kernel's pid and sleeps, with a background job too.
+/// Starts a block that prints its kernel's pid and sleeps, with a background job too
+/// (with no sandbox: its process namespace would give the kernel a pid of its own).
 fn start_sleeper() -> (std::process::Child, i32) {
     let mut child = oi_tui()
         .args([
+            "--sandbox",
+            "off",
             "run",
             "shell",
             "-c",

@@ -466,3 +466,27 @@ print(r.stdout.strip() or 'MOVE-' + 'REFUSED', flush=True)
     }
     assert!(listener.accept().is_err(), "a connection arrived");
 }
+
+/// `oi-tui run` (the kernels with no model) runs its blocks in the sandbox too, as the
+/// hostile tester found it did not: no capabilities, nothing written outside.
+#[tokio::test(flavor = "multi_thread")]
+async fn oi_tui_run_is_sandboxed_too() {
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let outside = layout.path("outside").join("from-run");
+        let mut cmd = layout.command(backend);
+        cmd.args(["run", "shell", "-c"]).arg(format!(
+            "grep CapEff /proc/self/status; touch '{}'; echo RAN",
+            outside.display()
+        ));
+        let all = text(&run(cmd).await);
+        assert!(all.contains("RAN"), "{backend}: {all}");
+        assert!(
+            !outside.exists(),
+            "{backend}: oi-tui run wrote outside:\n{all}"
+        );
+        if backend == "bubblewrap" {
+            assert!(all.contains("CapEff:\t0000000000000000"), "{all}");
+        }
+    }
+}
