@@ -16,12 +16,12 @@
 //! temp dir itself is never writable from inside the sandbox.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, Once, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use super::Language;
 
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-static SWEPT: Once = Once::new();
+static SWEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// The kind of directory that is not a kernel's: the images of kernels that record no
 /// session.
@@ -36,6 +36,10 @@ const BLOCKS_TMP: &str = "tmp";
 /// exit like every kernel directory.
 #[derive(Debug)]
 pub struct Private {
+    /// The user's own directory that holds them (`oi-tui-UID` in the temp dir), and the
+    /// private directories of every other oi-tui of the user: read-only inside the sandbox,
+    /// so that no block reaches another session's kernels either.
+    pub root: PathBuf,
     /// Where kernels' directories are made: read-only inside the sandbox.
     pub kernels: PathBuf,
     /// Where each kernel's figure directory is made: writable inside the sandbox.
@@ -49,7 +53,10 @@ pub fn private() -> Result<&'static Private, String> {
     static PRIVATE: OnceLock<Result<Private, String>> = OnceLock::new();
     PRIVATE
         .get_or_init(|| {
-            let parent = std::env::temp_dir();
+            let temp = std::env::temp_dir();
+            // Directories of earlier layouts and of other kinds are swept where they are.
+            sweep_once(&temp);
+            let parent = user_dir(&temp)?;
             let make = |kind: &str| {
                 create_named(&parent, kind)
                     .map(|dir| dir.keep())
@@ -62,6 +69,7 @@ pub fn private() -> Result<&'static Private, String> {
                     })
             };
             Ok(Private {
+                root: parent.clone(),
                 kernels: make(KERNELS)?,
                 figures: make(FIGURES)?,
                 tmp: make(BLOCKS_TMP)?,
@@ -69,6 +77,32 @@ pub fn private() -> Result<&'static Private, String> {
         })
         .as_ref()
         .map_err(Clone::clone)
+}
+
+/// The user's own directory in `temp` (`oi-tui-UID`, 0700), made when missing; one that is
+/// not a directory of the user's (a link, someone else's) is an error.
+fn user_dir(temp: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    // SAFETY: geteuid(2) cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let dir = temp.join(format!("oi-tui-{uid}"));
+    let shown = dir.display();
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot make {shown}: {e}")),
+    }
+    let meta = std::fs::symlink_metadata(&dir).map_err(|e| format!("cannot use {shown}: {e}"))?;
+    if !meta.is_dir() || meta.uid() != uid {
+        return Err(format!(
+            "{shown} is not a directory of yours (a link, or another user's); remove it"
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("cannot make {shown} private: {e}"))?;
+    }
+    std::fs::canonicalize(&dir).map_err(|e| format!("cannot use {shown}: {e}"))
 }
 
 /// The name every directory of `kind` (a language's name, or `IMAGES`) owned by this
@@ -96,11 +130,19 @@ pub(crate) fn create_named(parent: &Path, kind: &str) -> std::io::Result<tempfil
     Ok(dir)
 }
 
-/// Sweeps `parent` of stale kernel directories, the first time it is called in this process.
+/// Sweeps `parent` of stale kernel directories, the first time it is called for `parent` in
+/// this process.
 pub(crate) fn sweep_once(parent: &Path) {
-    SWEPT.call_once(|| {
-        sweep_stale(parent);
+    let first = SWEPT.lock().is_ok_and(|mut swept| {
+        let first = !swept.iter().any(|p| p == parent);
+        if first {
+            swept.push(parent.to_path_buf());
+        }
+        first
     });
+    if first {
+        sweep_stale(parent);
+    }
 }
 
 /// Forgets a directory that its owner removes itself (a kernel that stopped).

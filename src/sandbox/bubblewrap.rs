@@ -173,8 +173,8 @@ pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
             bind("--ro-bind", &git, &git);
         }
     }
-    bind("--ro-bind", &plan.private.kernels, &plan.private.kernels);
-    bind("--bind", &plan.private.figures, &plan.private.figures);
+    // The user's oi-tui directory: this session's kernels and every other session's.
+    bind("--ro-bind", &plan.private.root, &plan.private.root);
     // A directory that leads to a protected one is bound onto itself first: a mount point
     // cannot be renamed, so the way to oi-tui's files cannot be moved aside and made anew
     // (`mv ~/.config x; mkdir -p ~/.config/oi-tui`). Its contents stay writable.
@@ -192,6 +192,8 @@ pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
     for path in plan.protected {
         bind("--ro-bind", path, path);
     }
+    // Last, so that nothing read-only is bound over it.
+    bind("--bind", &plan.private.figures, &plan.private.figures);
     // A process namespace of its own, with its own /proc: a block cannot read oi-tui's
     // environment (the provider's key) or memory through /proc, nor signal its processes.
     args.extend(["--unshare-pid".into(), "--proc".into(), "/proc".into()]);
@@ -249,6 +251,7 @@ mod tests {
 
     fn private(base: &Path) -> Private {
         Private {
+            root: base.to_path_buf(),
             kernels: base.join("k"),
             figures: base.join("f"),
             tmp: base.join("t"),
@@ -307,13 +310,13 @@ mod tests {
         );
         assert!(!text.contains("--dev-bind /dev /dev"), "{text}");
         assert!(text.contains("--bind /p/t /tmp"), "{text}");
-        assert!(text.contains("--ro-bind /p/k /p/k"), "{text}");
+        assert!(text.contains("--ro-bind /p /p"), "{text}");
         assert!(text.contains("--bind /p/f /p/f"), "{text}");
         // The private temp dir first, the workspace after it; the kernels' directories
         // after both.
         let tmp = text.find("--bind /p/t /tmp");
         let ws = text.find("--bind /home/ada/proj /home/ada/proj");
-        let kernels = text.find("--ro-bind /p/k");
+        let kernels = text.find("--ro-bind /p /p");
         assert!(tmp < ws && ws < kernels, "{text}");
     }
 
@@ -325,7 +328,7 @@ mod tests {
         assert!(!text.contains("--bind /p/t /tmp"), "{text}");
         let ws = text.find("--bind / /");
         let dev = text.find("--dev /dev");
-        let kernels = text.find("--ro-bind /p/k");
+        let kernels = text.find("--ro-bind /p /p");
         assert!(ws < dev && dev < kernels, "{text}");
     }
 

@@ -306,6 +306,7 @@ mod tests {
     fn the_prefix_round_trips_through_the_parser() {
         let roots = vec![PathBuf::from("/home/ada/x y")];
         let private = Private {
+            root: PathBuf::from("/p"),
             kernels: PathBuf::from("/p/k"),
             figures: PathBuf::from("/p/f"),
             tmp: PathBuf::from("/p/t"),

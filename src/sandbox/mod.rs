@@ -333,7 +333,7 @@ pub fn prefix_with(
     make_protected_dirs();
     let workspace = workspace(settings.mode, cwd);
     let roots: Vec<PathBuf> = workspace.iter().cloned().collect();
-    let protected = protected_under(&roots, &[&private.kernels]);
+    let protected = protected_under(&roots, &[&private.root]);
     let real_cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     Ok(match backend {
         Backend::Bubblewrap => bubblewrap::prefix(

@@ -490,3 +490,35 @@ async fn oi_tui_run_is_sandboxed_too() {
         }
     }
 }
+
+/// With the temp dir itself as the workspace, a block still cannot reach another session's
+/// kernel directory there (the hostile tester wrote into another oi-tui's control FIFO).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_temp_dir_as_workspace_keeps_other_sessions_kernels_out_of_reach() {
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let tmp = layout.path("tmp");
+        // SAFETY: geteuid(2) cannot fail.
+        let user = tmp.join(format!("oi-tui-{}", unsafe { libc::geteuid() }));
+        // Another live session's kernel (this test process stands for its owner).
+        let other = user.join(format!("oi-tui-kernels-{}-OtHeR1", std::process::id()));
+        std::fs::create_dir_all(other.join("oi-tui-shell-x")).expect("other");
+        let control = other.join("oi-tui-shell-x/control");
+        std::fs::write(&control, "").expect("control");
+        let mut cmd = layout.command(backend);
+        cmd.current_dir(&tmp)
+            .args(["sandbox", "--", "sh", "-c"])
+            .arg(format!(
+                "echo 'touch /x' > '{}' && echo WROTE; mkdir '{}/planted' && echo MADE; echo DONE",
+                control.display(),
+                other.display()
+            ));
+        let all = text(&run(cmd).await);
+        assert!(all.contains("DONE"), "{backend}: {all}");
+        assert!(
+            !all.contains("WROTE") && !all.contains("MADE"),
+            "{backend}: {all}"
+        );
+        assert_eq!(std::fs::read_to_string(&control).expect("control"), "");
+    }
+}

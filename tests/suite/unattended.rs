@@ -353,9 +353,16 @@ fn kill_leftovers(pids: &[i32]) {
 }
 
 /// The kernel directories in `tmp` (those of this test's own oi-tui).
-/// The shell kernels' directories: inside oi-tui's kernels directory in `tmp`.
+/// The user's oi-tui directory in `tmp` (`oi-tui-UID`).
+fn user_dir(tmp: &Path) -> PathBuf {
+    // SAFETY: geteuid(2) cannot fail.
+    tmp.join(format!("oi-tui-{}", unsafe { libc::geteuid() }))
+}
+
+/// The shell kernels' directories: inside oi-tui's kernels directory, in the user's oi-tui
+/// directory in `tmp`.
 fn kernel_dirs(tmp: &Path) -> Vec<PathBuf> {
-    owned_by(tmp, None)
+    owned_by(&user_dir(tmp), None)
         .into_iter()
         .filter(|p| name_of(p).starts_with("oi-tui-kernels-"))
         .flat_map(|k| std::fs::read_dir(k).into_iter().flatten().flatten())
@@ -450,11 +457,11 @@ async fn a_signal_leaves_no_kernel_directory_and_stale_ones_are_swept() {
             .expect("oi-tui ended after the signal")
             .expect("wait");
         assert_eq!(status.code(), Some(128 + signal), "signal {signal}");
-        assert!(
-            owned_by(&tmp, Some(pid)).is_empty(),
-            "signal {signal}: left {:?}",
-            owned_by(&tmp, Some(pid))
-        );
+        let left: Vec<PathBuf> = owned_by(&tmp, Some(pid))
+            .into_iter()
+            .chain(owned_by(&user_dir(&tmp), Some(pid)))
+            .collect();
+        assert!(left.is_empty(), "signal {signal}: left {left:?}");
     }
 }
 
