@@ -48,9 +48,10 @@ pub struct Private {
     pub tmp: PathBuf,
 }
 
+static PRIVATE: OnceLock<Result<Private, String>> = OnceLock::new();
+
 /// This process's private directories, made the first time they are asked for.
 pub fn private() -> Result<&'static Private, String> {
-    static PRIVATE: OnceLock<Result<Private, String>> = OnceLock::new();
     PRIVATE
         .get_or_init(|| {
             let temp = std::env::temp_dir();
@@ -58,7 +59,14 @@ pub fn private() -> Result<&'static Private, String> {
             sweep_once(&temp);
             let parent = user_dir(&temp)?;
             let make = |kind: &str| {
+                // Another oi-tui that left may have removed the user's directory just now.
                 create_named(&parent, kind)
+                    .or_else(|e| match e.kind() {
+                        std::io::ErrorKind::NotFound => user_dir(&temp)
+                            .map_err(std::io::Error::other)
+                            .and_then(|_| create_named(&parent, kind)),
+                        _ => Err(e),
+                    })
                     .map(|dir| dir.keep())
                     .and_then(std::fs::canonicalize)
                     .map_err(|e| {
@@ -162,6 +170,11 @@ pub(crate) fn remove_all() {
     };
     for dir in dirs {
         let _ = std::fs::remove_dir_all(dir);
+    }
+    // The user's directory too, when no other oi-tui has anything in it (it is made again,
+    // see `private`).
+    if let Some(Ok(private)) = PRIVATE.get() {
+        let _ = std::fs::remove_dir(&private.root);
     }
 }
 
