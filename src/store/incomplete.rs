@@ -200,14 +200,18 @@ mod tests {
                 && message.contains("tries again in 0.5 s, at the end of the turn"),
             "{message}"
         );
-        // The retry after 0.5 s fails too; the next is 1 s later. Space returns meanwhile,
-        // and the turn's end brings the retry at once, not the backoff.
-        std::thread::sleep(std::time::Duration::from_millis(700));
-        allow(dir.path());
+        // A turn that ends while the store still refuses brings a retry that fails too, and
+        // puts the next one at least 1 s later. Space returns; the next turn's end brings the
+        // retry at once, not the backoff: a recovery within 1 s of the first end can only
+        // come from that.
         let asked = std::time::Instant::now();
-        recorder.event(&Event::TurnFinished {
+        let turn_end = Event::TurnFinished {
             end: crate::protocol::TurnEnd::Done,
-        });
+        };
+        recorder.event(&turn_end);
+        recorder.flush();
+        allow(dir.path());
+        recorder.event(&turn_end);
         let recovered = heard
             .recv_timeout(std::time::Duration::from_secs(5))
             .unwrap();
@@ -216,7 +220,7 @@ mod tests {
             "{recovered:?}"
         );
         assert!(
-            asked.elapsed() < std::time::Duration::from_millis(400),
+            asked.elapsed() < std::time::Duration::from_secs(1),
             "{:?}",
             asked.elapsed()
         );
