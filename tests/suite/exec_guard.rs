@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::model_server::{ModelServer, Reply};
-use super::sandbox::{BACKENDS, Layout, run, text};
+use super::sandbox::{BACKENDS, Layout, sandboxed, text};
 use super::tmux::Tmux;
 
 /// `deny = ["rm"]` in the layout's config.
@@ -64,11 +64,7 @@ async fn a_denied_program_is_stopped_as_it_starts_however_it_was_spelled() {
         for (way, script) in &ways {
             let victim = layout.path("ws").join(format!("v-{way}"));
             std::fs::write(&victim, "keep").expect("victim");
-            let mut cmd = layout.command(backend);
-            cmd.args(["sandbox", "--", "sh", "-c"])
-                .arg(format!("{script}; echo AFTER-$?"));
-            let out = run(cmd).await;
-            let all = text(&out);
+            let all = text(&sandboxed(&layout, backend, &format!("{script}; echo AFTER-$?")).await);
             assert!(victim.exists(), "{backend} {way}: rm ran:\n{all}");
             assert!(
                 all.contains("the deny rule `rm` forbids it"),
@@ -80,15 +76,7 @@ async fn a_denied_program_is_stopped_as_it_starts_however_it_was_spelled() {
             );
         }
         // Other programs run, and so does the shell after a stopped one.
-        let mut cmd = layout.command(backend);
-        cmd.args([
-            "sandbox",
-            "--",
-            "sh",
-            "-c",
-            "ls / >/dev/null && echo LS-RAN",
-        ]);
-        let all = text(&run(cmd).await);
+        let all = text(&sandboxed(&layout, backend, "ls / >/dev/null && echo LS-RAN").await);
         assert!(all.contains("LS-RAN"), "{backend}: {all}");
         assert!(!all.contains("deny rule"), "{backend}: {all}");
     }
@@ -99,15 +87,7 @@ async fn a_denied_program_is_stopped_as_it_starts_however_it_was_spelled() {
 async fn without_deny_rules_programs_are_not_traced() {
     for backend in BACKENDS {
         let layout = Layout::new();
-        let mut cmd = layout.command(backend);
-        cmd.args([
-            "sandbox",
-            "--",
-            "sh",
-            "-c",
-            "grep TracerPid /proc/self/status",
-        ]);
-        let all = text(&run(cmd).await);
+        let all = text(&sandboxed(&layout, backend, "grep TracerPid /proc/self/status").await);
         assert!(all.contains("TracerPid:\t0"), "{backend}: {all}");
     }
 }

@@ -58,6 +58,13 @@ impl Layout {
     }
 }
 
+/// `oi-tui sandbox -- sh -c SCRIPT` under a backend.
+pub(super) async fn sandboxed(layout: &Layout, backend: &str, script: &str) -> Output {
+    let mut cmd = layout.command(backend);
+    cmd.args(["sandbox", "--", "sh", "-c", script]);
+    run(cmd).await
+}
+
 pub(super) async fn run(cmd: tokio::process::Command) -> Output {
     super::support::output_within(cmd).await
 }

@@ -4,10 +4,8 @@
 //! (no remount, no bind, no capabilities), blocks have their own `/tmp` and `/dev/shm`, and
 //! oi-tui's own config directory cannot be created from inside when it is absent.
 
-use std::process::Output;
-
 use super::model_server::{ModelServer, Reply};
-use super::sandbox::{BACKENDS, Layout, run, text};
+use super::sandbox::{BACKENDS, Layout, run, sandboxed, text};
 
 /// Python that plants `block-N.EXT` links for the next blocks, pointing at `target`, in its
 /// own kernel's directory (found from its command line) and in every oi-tui directory of
@@ -72,13 +70,6 @@ async fn a_planted_link_does_not_redirect_the_next_blocks_code() {
             );
         }
     }
-}
-
-/// `oi-tui sandbox -- sh -c SCRIPT` under a backend.
-async fn sandboxed(layout: &Layout, backend: &str, script: &str) -> Output {
-    let mut cmd = layout.command(backend);
-    cmd.args(["sandbox", "--", "sh", "-c", script]);
-    run(cmd).await
 }
 
 /// Root (the suite runs as root here) gets nothing from the sandbox: no remount of the read-only
