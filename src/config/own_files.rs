@@ -10,17 +10,16 @@ use std::path::Path;
 pub(super) fn protect(config_path: Option<&Path>, data_dir: &Path, cwd: &Path) {
     let config_dir = super::default_config_path().and_then(|p| p.parent().map(Path::to_path_buf));
     crate::sandbox::protect_made(
-        [config_dir.clone(), Some(data_dir.to_path_buf())]
+        [config_dir, Some(data_dir.to_path_buf())]
             .into_iter()
             .flatten(),
     );
+    // (What `protect_made` makes, it protects.)
     crate::sandbox::protect(
         [
             config_path
                 .map(Path::to_path_buf)
                 .or_else(super::default_config_path),
-            config_dir,
-            Some(data_dir.to_path_buf()),
             Some(crate::project_rules::path_in(cwd)),
         ]
         .into_iter()

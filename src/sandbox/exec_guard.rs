@@ -169,7 +169,7 @@ pub(super) fn forbidding<'a>(denied: &'a [Denied], started: &Started) -> Option<
     )];
     let exe_name = file_name(&started.exe_path);
     if is_loader(&exe_name)
-        && let Some((program, _)) = loader_program(&args)
+        && let Some(program) = loader_program(&args)
         && let Some(rule) = denied.first()
     {
         // The loader opens its program only after this check, and what the path names
@@ -220,9 +220,9 @@ fn is_loader(name: &str) -> bool {
     name == "ld.so" || (name.starts_with("ld-") && name.contains(".so"))
 }
 
-/// The program the loader was given (its first argument that is not one of its options),
-/// with the arguments after it.
-fn loader_program<'a>(argv: &'a [&'a str]) -> Option<(&'a str, &'a [&'a str])> {
+/// The program the loader was given to run: its first argument that is not one of its
+/// options (None for `--list`, `--verify`, `--help`, `--version`, which run nothing).
+fn loader_program<'a>(argv: &[&'a str]) -> Option<&'a str> {
     let mut i = 1;
     while i < argv.len() {
         let arg = argv[i];
@@ -234,7 +234,7 @@ fn loader_program<'a>(argv: &'a [&'a str]) -> Option<(&'a str, &'a [&'a str])> {
         } else if arg.starts_with("--") {
             i += 1;
         } else {
-            return Some((arg, &argv[i + 1..]));
+            return Some(arg);
         }
     }
     None

@@ -76,19 +76,10 @@ mod tests {
         Event::ExecFinished {
             block_id: 1,
             result: RunResult {
-                block_id: 1,
-                language: Language::Shell,
-                status: RunStatus::Success,
                 exit_code: Some(0),
-                signal: None,
-                duration: std::time::Duration::from_millis(5),
                 output: output.to_string(),
-                cut: None,
                 output_bytes: output.len() as u64,
-                state_lost: false,
-                notes: Vec::new(),
-                file: None,
-                images: Vec::new(),
+                ..RunResult::empty(1, Language::Shell, RunStatus::Success)
             },
         }
     }
