@@ -140,8 +140,7 @@ fn agents_md(
         ));
     };
     let shown = visible(&path.display().to_string());
-    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if !agents_held::is_held(&settings.data_dir, &path, &bytes) {
+    if !agents_held::is_held(&settings.data_dir, &path) {
         writeln!(
             out,
             "{shown} is not held back: sessions send it to the model as it is."
@@ -149,13 +148,15 @@ fn agents_md(
         .map_err(io)?;
         return Ok(0);
     }
+    // What a session would send (it reads no more than that).
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let sent = &bytes[..bytes.len().min(agents_md::MAX_BYTES)];
     writeln!(
         out,
-        "{shown} was changed while blocks ran, so sessions leave it out of the model's prompt. It says:
-"
+        "{shown} was changed while blocks ran, so sessions leave it out of the model's prompt. It says:\n"
     )
     .map_err(io)?;
-    for line in crate::safe_text::visible(&String::from_utf8_lossy(&bytes)).lines() {
+    for line in crate::safe_text::visible(&String::from_utf8_lossy(sent)).lines() {
         writeln!(out, "  │ {line}").map_err(io)?;
     }
     writeln!(out).map_err(io)?;

@@ -74,8 +74,8 @@ pub fn load(cwd: &Path, resumed: bool, context_window: u32, data_dir: Option<&Pa
     if text.text.trim().is_empty() {
         return unused("it is empty".to_string());
     }
-    if let (Some(data_dir), Ok(bytes)) = (data_dir, std::fs::read(&path))
-        && super::agents_held::is_held(data_dir, &path, &bytes)
+    if let Some(data_dir) = data_dir
+        && super::agents_held::is_held(data_dir, &path)
     {
         return unused(
             "it was changed while blocks ran in an earlier session, so it is held back until you have read it: `oi-tui trust --agents-md` shows it and lets it through"
