@@ -220,8 +220,8 @@ fn deny_rules() -> Vec<String> {
 }
 
 /// The protected paths that exist and lie under one of the roots (never one that holds a
-/// root: that would take the workspace's writability away), with `extra` (oi-tui's kernel
-/// directories).
+/// root: that would take the workspace's writability away), with `extra` (the user's oi-tui
+/// directory in the temp dir, which holds every session's kernels).
 fn protected_under(roots: &[PathBuf], extra: &[&Path]) -> Vec<PathBuf> {
     let mut protected = PROTECTED.lock().map(|p| p.clone()).unwrap_or_default();
     protected.extend(extra.iter().map(|p| p.to_path_buf()));
@@ -290,7 +290,7 @@ pub fn resolve(settings: SandboxSettings, cwd: &Path) -> Resolved {
             }
             Err(why) => {
                 resolved.refusal = Some(format!(
-                    "the {} sandbox cannot be set up: {why}. Free the temp dir, or run with --sandbox off to run blocks unprotected.",
+                    "the {} sandbox cannot be set up: {why}. Mend that, or run with --sandbox off to run blocks unprotected.",
                     settings.mode.name()
                 ));
             }
