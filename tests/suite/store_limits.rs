@@ -25,19 +25,7 @@ async fn run_limited(dir: &Path, server: &ModelServer, bytes: u64) -> Output {
     .arg(server.base("openai"))
     .arg("--data-dir")
     .arg(dir.join("data"));
-    // SAFETY: setrlimit(2) in the child before exec; no allocation, no locks.
-    unsafe {
-        cmd.pre_exec(move || {
-            let limit = libc::rlimit {
-                rlim_cur: bytes as libc::rlim_t,
-                rlim_max: bytes as libc::rlim_t,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    super::support::limit_file_size(&mut cmd, bytes);
     tokio::time::timeout(Duration::from_secs(90), cmd.output())
         .await
         .expect("oi-tui finished in time")
@@ -77,6 +65,31 @@ fn later_requests(server: &ModelServer) -> Vec<String> {
         .collect()
 }
 
+/// The run was not ended by the store: the block's whole result reached the model and its
+/// answer was shown; the failed write was said at once, with its cause (the file-size
+/// limit), and that it is tried again.
+fn assert_went_on_and_said(server: &ModelServer, out: &Output, stderr: &str) {
+    assert_eq!(out.status.signal(), None, "{}", show(out));
+    assert!(
+        later_requests(server)
+            .iter()
+            .any(|r| r.contains("block-done-marker")),
+        "the block's result reached the model: {}",
+        show(out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("All finished, said the model."),
+        "{}",
+        show(out)
+    );
+    assert!(
+        stderr.contains("cannot be saved") && stderr.contains("file-size limit"),
+        "{}",
+        show(out)
+    );
+    assert!(stderr.contains("tries again"), "{}", show(out));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_size_limit_reached_during_a_block_keeps_the_result_and_writes_it_when_it_can() {
     // Output that comes slowly makes many small writes: the store's write-ahead log grows
@@ -93,27 +106,9 @@ async fn a_file_size_limit_reached_during_a_block_keeps_the_result_and_writes_it
     let out = run_limited(dir.path(), &server, 300 * 1024).await;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
 
-    // The run went on and ended as it would have: the result reached the model.
-    assert_eq!(out.status.signal(), None, "{}", show(&out));
-    assert!(
-        later_requests(&server)
-            .iter()
-            .any(|r| r.contains("block-done-marker")),
-        "the block's result reached the model: {}",
-        show(&out)
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("All finished, said the model."),
-        "{}",
-        show(&out)
-    );
-    // The failed write was said, with its cause, and that it is tried again...
-    assert!(
-        stderr.contains("cannot be saved") && stderr.contains("file-size limit"),
-        "{}",
-        show(&out)
-    );
-    assert!(stderr.contains("tries again"), "{}", show(&out));
+    // The run went on and ended as it would have; the failed write was said, with its
+    // cause, and that it is tried again...
+    assert_went_on_and_said(&server, &out, &stderr);
     // ...and it was: everything is in the store, and the run ends as a success.
     assert!(stderr.contains("saved again"), "{}", show(&out));
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
@@ -148,27 +143,9 @@ async fn a_result_that_can_never_be_written_is_said_lost_and_the_session_marked_
     let out = run_limited(dir.path(), &server, 1024 * 1024).await;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
 
-    // The run went on: the whole result reached the model, and its answer was shown.
-    assert_eq!(out.status.signal(), None, "{}", show(&out));
-    assert!(
-        later_requests(&server)
-            .iter()
-            .any(|r| r.contains("block-done-marker")),
-        "the block's result reached the model: {}",
-        show(&out)
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("All finished, said the model."),
-        "{}",
-        show(&out)
-    );
-    // Said at once, with the promise to try again; said at the end, with what was lost.
-    assert!(
-        stderr.contains("cannot be saved") && stderr.contains("file-size limit"),
-        "{}",
-        show(&out)
-    );
-    assert!(stderr.contains("tries again"), "{}", show(&out));
+    // The run went on, and the failure was said at once, with the promise to try again;
+    // said at the end, with what was lost.
+    assert_went_on_and_said(&server, &out, &stderr);
     assert!(
         stderr.contains("could not be saved") && stderr.contains("1 block result"),
         "what was lost is named: {}",

@@ -250,3 +250,20 @@ pub fn mcp_python() -> std::path::PathBuf {
     );
     venv
 }
+
+/// Starts `cmd` under a file-size limit (RLIMIT_FSIZE) of `bytes`.
+pub fn limit_file_size(cmd: &mut tokio::process::Command, bytes: u64) {
+    // SAFETY: setrlimit(2) in the child before exec; no allocation, no locks.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes as libc::rlim_t,
+                rlim_max: bytes as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}

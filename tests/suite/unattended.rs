@@ -222,19 +222,7 @@ async fn blocks_that_close_their_output_leave_working_kernels() {
 /// `oi-tui -y --task go` under a file-size limit of `bytes`.
 async fn under_file_size_limit(home: &Home, server: &ModelServer, bytes: u64) -> Output {
     let mut cmd = home.command(server, &[]);
-    // SAFETY: setrlimit(2) in the child before exec; no allocation, no locks.
-    unsafe {
-        cmd.pre_exec(move || {
-            let limit = libc::rlimit {
-                rlim_cur: bytes as libc::rlim_t,
-                rlim_max: bytes as libc::rlim_t,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    super::support::limit_file_size(&mut cmd, bytes);
     finish(cmd).await
 }
 
