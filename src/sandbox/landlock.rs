@@ -1,7 +1,9 @@
 //! The Landlock backend: kernels start as `oi-tui __sandbox-exec --landlock [--write DIR]…
 //! [--tmpdir DIR] [--no-network] -- PROGRAM ARGS…`, which restricts itself with Landlock and
 //! then `exec`s the program. The restriction is inherited by everything the kernel starts
-//! and cannot be lifted. No namespaces needed.
+//! and cannot be lifted. With `--own-processes` (always, from [`prefix`]) the program runs
+//! in namespaces of its own first, where the machine allows them (see `pid_ns`): it sees no
+//! other process, and root has no power over the host.
 //!
 //! What it grants: reading and running everything; writing only under the granted paths
 //! (the workspace in workspace-write, the blocks' private temp dir, which becomes `$TMPDIR`,
@@ -122,7 +124,12 @@ pub(super) fn prefix(
     network: Network,
     exe: &Path,
 ) -> Vec<OsString> {
-    let mut args: Vec<OsString> = vec![exe.into(), TRAMPOLINE.into(), "--landlock".into()];
+    let mut args: Vec<OsString> = vec![
+        exe.into(),
+        TRAMPOLINE.into(),
+        "--landlock".into(),
+        "--own-processes".into(),
+    ];
     for path in grants.iter().chain([&private.tmp, &private.figures]) {
         args.push("--write".into());
         args.push(path.clone().into());
@@ -144,6 +151,8 @@ struct Plan {
     landlock: bool,
     /// Become the terminal's foreground process group first.
     foreground: bool,
+    /// Run in a PID namespace of its own (see `pid_ns`).
+    own_processes: bool,
     writable: Vec<PathBuf>,
     /// The blocks' temp dir, set as `$TMPDIR`.
     tmpdir: Option<PathBuf>,
@@ -157,6 +166,7 @@ fn parse(args: &[OsString]) -> Result<Plan, String> {
     let mut plan = Plan {
         landlock: false,
         foreground: false,
+        own_processes: false,
         writable: Vec::new(),
         tmpdir: None,
         deny: Vec::new(),
@@ -181,6 +191,7 @@ fn parse(args: &[OsString]) -> Result<Plan, String> {
             Some("--no-network") => plan.network = Network::Off,
             Some("--landlock") => plan.landlock = true,
             Some("--foreground") => plan.foreground = true,
+            Some("--own-processes") => plan.own_processes = true,
             Some("--") => {
                 plan.program = it.cloned().collect();
                 break;
@@ -275,6 +286,23 @@ pub fn trampoline_main(args: &[OsString]) -> i32 {
         eprintln!("oi-tui sandbox: {e}");
         return 126;
     }
+    let inside = if plan.own_processes {
+        match super::pid_ns::enter() {
+            Ok(super::pid_ns::Side::Outside(code)) => return code,
+            Ok(super::pid_ns::Side::Inside(reporter)) => {
+                take_foreground();
+                Some(reporter)
+            }
+            Err(e) => {
+                eprintln!(
+                    "oi-tui sandbox: blocks can see this machine's other processes, as no process namespace could be made ({e})"
+                );
+                None
+            }
+        }
+    } else {
+        None
+    };
     if let Some(tmpdir) = &plan.tmpdir {
         // SAFETY: the trampoline is single-threaded; nothing else reads the environment.
         unsafe { std::env::set_var("TMPDIR", tmpdir) };
@@ -285,17 +313,33 @@ pub fn trampoline_main(args: &[OsString]) -> i32 {
         eprintln!("oi-tui sandbox: {e}");
         return 126;
     }
-    if !plan.deny.is_empty() {
-        return super::tracer::run(&plan.program, &plan.deny);
+    let status = if !plan.deny.is_empty() {
+        super::tracer::run(&plan.program, &plan.deny)
+    } else if inside.is_some() {
+        match super::tracer::c_strings(&plan.program) {
+            Some(argv) => super::pid_ns::run_init(&argv).unwrap_or_else(|e| {
+                eprintln!("oi-tui sandbox: {e}");
+                super::tracer::exited(126)
+            }),
+            None => {
+                eprintln!("oi-tui sandbox: the program's arguments hold a NUL byte");
+                super::tracer::exited(2)
+            }
+        }
+    } else {
+        let err = std::process::Command::new(&plan.program[0])
+            .args(&plan.program[1..])
+            .exec();
+        eprintln!(
+            "oi-tui sandbox: cannot run {}: {err}",
+            crate::safe_text::visible(&plan.program[0].to_string_lossy())
+        );
+        return 127;
+    };
+    if let Some(reporter) = &inside {
+        reporter.report(status);
     }
-    let err = std::process::Command::new(&plan.program[0])
-        .args(&plan.program[1..])
-        .exec();
-    eprintln!(
-        "oi-tui sandbox: cannot run {}: {err}",
-        crate::safe_text::visible(&plan.program[0].to_string_lossy())
-    );
-    127
+    super::tracer::ended(status)
 }
 
 #[cfg(test)]
@@ -326,7 +370,7 @@ mod tests {
             ]
         );
         assert_eq!(plan.tmpdir, Some(private.tmp.clone()));
-        assert!(plan.landlock && !plan.foreground);
+        assert!(plan.landlock && plan.own_processes && !plan.foreground);
         assert_eq!(plan.network, Network::Off);
         assert_eq!(plan.program, vec![OsString::from("python3"), "-i".into()]);
         assert!(parse(&["--write".into()]).is_err());

@@ -12,6 +12,7 @@ mod bubblewrap;
 mod denial;
 mod exec_guard;
 mod landlock;
+mod pid_ns;
 pub mod remote;
 mod seccomp;
 mod tracer;

@@ -14,7 +14,7 @@ use std::os::unix::ffi::OsStrExt;
 use super::exec_guard::{Denied, Started, forbidding};
 
 /// The signals a terminal sends, which the tracer leaves to the program.
-const TERMINAL_SIGNALS: [i32; 6] = [
+pub(super) const TERMINAL_SIGNALS: [i32; 6] = [
     libc::SIGINT,
     libc::SIGQUIT,
     libc::SIGTSTP,
@@ -29,8 +29,8 @@ const OPTIONS: libc::c_int = libc::PTRACE_O_TRACEEXEC
     | libc::PTRACE_O_TRACECLONE
     | libc::PTRACE_O_EXITKILL;
 
-/// Runs `program` traced, killing what the rules deny as it starts. Returns the exit status
-/// to use (or does not return: a program killed by a signal is mimicked by raising it).
+/// Runs `program` traced, killing what the rules deny as it starts. Returns its wait status
+/// (see [`ended`]); one that never started, an exit status that says why.
 pub(super) fn run(program: &[OsString], rules: &[String]) -> i32 {
     let path = std::env::var_os("PATH");
     let denied: Vec<Denied> = rules
@@ -39,7 +39,7 @@ pub(super) fn run(program: &[OsString], rules: &[String]) -> i32 {
         .collect();
     let Some(argv) = c_strings(program) else {
         eprintln!("oi-tui sandbox: the program's arguments hold a NUL byte");
-        return 2;
+        return exited(2);
     };
     let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     pointers.push(std::ptr::null());
@@ -59,7 +59,7 @@ pub(super) fn run(program: &[OsString], rules: &[String]) -> i32 {
             "oi-tui sandbox: cannot start the program: {}",
             std::io::Error::last_os_error()
         );
-        return 126;
+        return exited(126);
     }
     if child == 0 {
         // SAFETY: see above; the child waits stopped until the tracer has seized it.
@@ -86,12 +86,12 @@ pub(super) fn run(program: &[OsString], rules: &[String]) -> i32 {
             libc::kill(child, libc::SIGKILL);
             libc::waitpid(child, std::ptr::null_mut(), 0);
         }
-        return 126;
+        return exited(126);
     }
     trace(child, &denied)
 }
 
-fn c_strings(args: &[OsString]) -> Option<Vec<CString>> {
+pub(super) fn c_strings(args: &[OsString]) -> Option<Vec<CString>> {
     args.iter()
         .map(|a| CString::new(a.as_bytes()).ok())
         .collect()
@@ -116,7 +116,7 @@ fn seize(child: i32) -> Result<(), std::io::Error> {
     Ok(())
 }
 
-/// The event loop: until the program itself ends.
+/// The event loop: until the program itself ends; returns its wait status.
 fn trace(child: i32, denied: &[Denied]) -> i32 {
     let mut started = false;
     loop {
@@ -126,12 +126,12 @@ fn trace(child: i32, denied: &[Denied]) -> i32 {
         if pid < 0 {
             match std::io::Error::last_os_error().raw_os_error() {
                 Some(libc::EINTR) => continue,
-                _ => return 1,
+                _ => return exited(1),
             }
         }
         if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
             if pid == child {
-                return ended(status);
+                return status;
             }
             continue;
         }
@@ -174,8 +174,15 @@ fn trace(child: i32, denied: &[Denied]) -> i32 {
     }
 }
 
-/// The tracer's own end, as the program's: its exit status, or its death by a signal.
-fn ended(status: i32) -> i32 {
+/// The wait status of a process that exited with `code`.
+pub(super) fn exited(code: i32) -> i32 {
+    (code & 0xff) << 8
+}
+
+/// The trampoline's own end, as the program's (`status` being its wait status): its exit
+/// status, or its death by a signal (raised here; returns 128 + the signal when this
+/// process cannot die of it, as a namespace's first process).
+pub(super) fn ended(status: i32) -> i32 {
     if libc::WIFEXITED(status) {
         return libc::WEXITSTATUS(status);
     }

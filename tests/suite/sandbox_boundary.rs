@@ -232,48 +232,81 @@ async fn network_off_under_landlock_stops_udp_and_abstract_sockets() {
     }
 }
 
-/// No process above a block gives its secrets away: under each backend the block walks up
-/// its ancestors (oi-tui and what started it, which holds a key in its environment) and
-/// finds the key neither in an environment nor in a command line (`--api-key`).
+/// No process outside a block gives its secrets away: under each backend the block looks
+/// at every process it can see (its ancestors first: oi-tui, and the shell that started it,
+/// which holds a key in its environment and waits for oi-tui) and finds the key neither
+/// in an environment nor in a command line (`--api-key`), and no process but its own.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_block_reads_no_key_from_its_ancestors() {
+async fn a_block_reads_no_key_from_any_other_process() {
     const KEY: &str = "sk-ancestor-5c1d9e7f3a";
     let code = format!(
         r#"import os
 key = {KEY:?}.encode()
-pid, seen, found = os.getpid(), 0, []
+mine, pid = set(), os.getpid()
 while pid > 1:
+    mine.add(pid)
     try:
         pid = int(open('/proc/%d/stat' % pid).read().rsplit(')', 1)[1].split()[1])
     except OSError:
         break
+found, others = [], 0
+for name in os.listdir('/proc'):
+    if not name.isdigit():
+        continue
+    p = int(name)
+    try:
+        line = open('/proc/%d/cmdline' % p, 'rb').read()
+    except OSError:
+        continue
+    if p not in mine and p != 1:
+        others += 1
     for what in ('environ', 'cmdline'):
         try:
-            if key in open('/proc/%d/%s' % (pid, what), 'rb').read():
-                found.append(what)
+            if key in open('/proc/%d/%s' % (p, what), 'rb').read():
+                found.append('%d/%s' % (p, what))
         except OSError:
             pass
-    seen += 1
-print('ANCESTORS', seen, 'FOUND', len(found), *found)
+print('ANCESTORS', len(mine), 'OTHERS', others, 'FOUND', len(found), *found)
 "#
     );
     for backend in BACKENDS {
         let layout = Layout::new();
         let server =
             ModelServer::start(vec![Reply::tool("python", &code), Reply::text("Done.")]).await;
-        // The wrapper above oi-tui holds the key in its environment, as a shell would.
-        let mut cmd = layout.command(backend);
-        cmd.env("WRAPPER_SECRET", KEY)
+        // The shell above oi-tui holds the key in its environment and waits for oi-tui.
+        let cmd = layout.command(backend);
+        let oi_tui = std::path::Path::new(env!("CARGO_BIN_EXE_oi-tui"));
+        let mut wrapped = tokio::process::Command::new("sh");
+        wrapped
+            .arg("-c")
+            .arg("\"$@\"; status=$?; exit $status")
+            .arg("sh")
+            .arg(oi_tui)
             .args(["-y", "--task", "go", "--model", "openai/scripted"])
             .args(["--api-base", &server.base("openai"), "--api-key", KEY])
             .arg("--data-dir")
-            .arg(layout.path("data"));
-        let all = text(&run(cmd).await);
+            .arg(layout.path("data"))
+            .env("WRAPPER_SECRET", KEY);
+        for (name, value) in cmd.as_std().get_envs() {
+            match value {
+                Some(value) => wrapped.env(name, value),
+                None => wrapped.env_remove(name),
+            };
+        }
+        wrapped
+            .current_dir(layout.path("ws"))
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let all = text(&run(wrapped).await);
         assert!(
             all.contains("ANCESTORS"),
             "{backend}: the block ran:\n{all}"
         );
         assert!(all.contains("FOUND 0"), "{backend}: a key was read:\n{all}");
+        assert!(
+            all.contains("OTHERS 0"),
+            "{backend}: the block saw processes not its own:\n{all}"
+        );
     }
 }
 
