@@ -239,7 +239,35 @@ impl Kernel {
     /// have changed (`os.chdir`, `cd`).
     pub fn current_dir(&self) -> Option<PathBuf> {
         self.dir()?;
-        std::fs::read_link(format!("/proc/{}/cwd", self.pid())).ok()
+        std::fs::read_link(format!("/proc/{}/cwd", self.local_interpreter_pid())).ok()
+    }
+
+    /// The interpreter's process: the process started, or, when that is the sandbox
+    /// around it (bubblewrap, or oi-tui's trampoline waiting on a process namespace or
+    /// tracing), the one process it runs, followed down.
+    pub(super) fn local_interpreter_pid(&self) -> i32 {
+        let mut pid = self.pid();
+        for _ in 0..4 {
+            let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+                break;
+            };
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let trampoline = cmdline
+                .split(|&b| b == 0)
+                .nth(1)
+                .is_some_and(|arg| arg == crate::sandbox::TRAMPOLINE.as_bytes());
+            if !trampoline && exe.file_name().is_none_or(|name| name != "bwrap") {
+                break;
+            }
+            let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default();
+            let mut them = children.split_whitespace().filter_map(|c| c.parse().ok());
+            match (them.next(), them.next()) {
+                (Some(child), None) => pid = child,
+                _ => break,
+            }
+        }
+        pid
     }
 
     /// The interpreter's standard streams that are closed (Linux, here; elsewhere none
@@ -248,7 +276,7 @@ impl Kernel {
         if !cfg!(target_os = "linux") || self.dir().is_none() {
             return Vec::new();
         }
-        let pid = self.pid();
+        let pid = self.local_interpreter_pid();
         [
             (0, "standard input"),
             (1, "standard output"),

@@ -374,3 +374,50 @@ async fn a_block_cannot_rewrite_oi_tuis_own_files_inside_the_workspace() {
     );
     assert!(!ws.join("data/x").exists());
 }
+
+/// What oi-tui reads of the kernel's process is the interpreter's, not the sandbox's around
+/// it, under each backend, with and without deny rules (which put a tracer between them):
+/// with nobody to type, an interpreter that reads its terminal and ignores end-of-file is
+/// interrupted, as the interpreter, and keeps its state (were the sandbox taken for it, the
+/// interpreter would be one of "the other programs reading the terminal", and be ended).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandboxed_interpreter_is_the_process_looked_at() {
+    use super::support::{kernels_with, run, run_block};
+    use oi_tui::exec::{Block, Language};
+    use oi_tui::sandbox::{Backend, SandboxSettings};
+
+    const DEAF: &str = "import time\nend = time.time() + 20\nwhile time.time() < end:\n    try:\n        input()\n    except EOFError:\n        pass\nprint('never interrupted')";
+    for rules in [vec![], vec!["no-such-program-here"]] {
+        for backend in [Backend::Bubblewrap, Backend::Landlock] {
+            let (kernels, _dir) = kernels_with(|config| {
+                let mut prefix = oi_tui::sandbox::prefix_with(
+                    backend,
+                    SandboxSettings::default(),
+                    &config.cwd,
+                    Path::new(env!("CARGO_BIN_EXE_oi-tui")),
+                )
+                .expect("the sandbox's prefix");
+                // The trampoline's own `--deny` options, before its last `--`.
+                let end = prefix.len() - 1;
+                assert_eq!(prefix[end], "--");
+                for rule in &rules {
+                    prefix.insert(end, (*rule).into());
+                    prefix.insert(end, "--deny".into());
+                }
+                config.launch_prefix = prefix;
+            });
+            let what = format!("{backend:?}, deny rules {rules:?}");
+            let (set, _) = run(&kernels, Language::Python, "x = 21").await;
+            assert!(!set.state_lost, "{what}: {set:#?}");
+            let mut block = Block::new(Language::Python, DEAF);
+            block.stdin_eof = true;
+            let (deaf, _) = run_block(&kernels, block).await;
+            assert!(
+                !deaf.state_lost && !deaf.output.contains("never interrupted"),
+                "{what}: {deaf:#?}"
+            );
+            let (after, _) = run(&kernels, Language::Python, "print(x * 2)").await;
+            assert_eq!(after.output.trim(), "42", "{what}: {after:#?}");
+        }
+    }
+}

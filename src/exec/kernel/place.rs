@@ -227,7 +227,7 @@ impl Kernel {
     /// The interpreter's process id, as its host knows it (None: unknown).
     pub(super) async fn interpreter_pid(&self) -> Option<i32> {
         match &self.place {
-            Place::Local { .. } => Some(self.pid()),
+            Place::Local { .. } => Some(self.local_interpreter_pid()),
             Place::Remote { link, name } => link
                 .call(|seq| format!("oi_pid {seq} {name}\n"))
                 .await
