@@ -280,7 +280,10 @@ fn sandbox_command(command: &[std::ffi::OsString], settings: &config::Settings) 
                 cmd.env("TERM", term);
             }
             match cmd.status() {
-                Ok(status) => status.code().unwrap_or(128 + 1),
+                // A command killed by a signal ends this one as a shell says it: 128 + it.
+                Ok(status) => status.code().unwrap_or_else(|| {
+                    128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(1)
+                }),
                 Err(e) => {
                     eprintln!(
                         "oi-tui sandbox: cannot run {}: {e}",
