@@ -244,16 +244,25 @@ async fn a_16_colour_terminal_keeps_syntax_diff_and_focus_colours() {
         tmux.type_text("go");
         tmux.send(&["Enter"]);
         tmux.wait_for("awaiting your decision").await;
-        let screen = tmux.capture_colours();
+        // The code is coloured as soon as the highlighter has read it (a loaded machine
+        // may draw it plain first).
+        let grey = |c: &u32| matches!(c, 30 | 37 | 90 | 97);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let (screen, code, hues) = loop {
+            let screen = tmux.capture_colours();
+            let code: Vec<u32> = colours_on(&screen, "range(3)");
+            let hues: std::collections::BTreeSet<u32> =
+                code.iter().copied().filter(|c| !grey(c)).collect();
+            if hues.len() >= 2 || std::time::Instant::now() > deadline {
+                break (screen, code, hues);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
         // Only the 16 colours (codes 0 in `colours_on` mark 256-colour indices).
         assert!(
             !screen.contains("38;2;") && !colours_on(&screen, "").contains(&0),
             "{term}: only 16 colours:\n{screen}"
         );
-        let grey = |c: &u32| matches!(c, 30 | 37 | 90 | 97);
-        let code: Vec<u32> = colours_on(&screen, "range(3)");
-        let hues: std::collections::BTreeSet<u32> =
-            code.iter().copied().filter(|c| !grey(c)).collect();
         assert!(
             hues.len() >= 2,
             "{term}: syntax colours {code:?}:\n{screen}"
