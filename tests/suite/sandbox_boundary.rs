@@ -546,3 +546,25 @@ async fn the_temp_dir_as_workspace_keeps_other_sessions_kernels_out_of_reach() {
         assert_eq!(std::fs::read_to_string(&control).expect("control"), "");
     }
 }
+
+/// `oi-tui sandbox -- CMD` ends as CMD did: its exit status, or 128 + the signal that
+/// killed it, as a shell says it, under each backend.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandbox_command_ends_as_its_command_did() {
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        for (script, code) in [
+            ("exit 7", 7),
+            ("kill -TERM $$", 143),
+            ("kill -KILL $$", 137),
+        ] {
+            let out = sandboxed(&layout, backend, script).await;
+            assert_eq!(
+                out.status.code(),
+                Some(code),
+                "{backend}: {script}: {}",
+                text(&out)
+            );
+        }
+    }
+}
