@@ -227,7 +227,7 @@ impl Recorder {
         let thread_shared = shared.clone();
         let started = std::thread::Builder::new()
             .name("session-writer".into())
-            .spawn(move || Keeper::new(writer, thread_shared).run(rx));
+            .spawn(move || Keeper::new(writer, thread_shared, rx).run());
         if let Err(e) = started
             && let Ok(mut health) = shared.health.lock()
         {
@@ -377,6 +377,10 @@ pub const CANNOT_SAVE: &str = "The session cannot be saved: ";
 struct Keeper {
     writer: Writer,
     shared: Arc<Shared>,
+    rx: mpsc::Receiver<Command>,
+    /// A flush or close taken from the line early (with the steps before the live text,
+    /// see `work`): answered before anything else is read.
+    deferred: VecDeque<Command>,
     pending: VecDeque<Write>,
     pending_bytes: usize,
     lost: usize,
@@ -391,10 +395,12 @@ struct Keeper {
 }
 
 impl Keeper {
-    fn new(writer: Writer, shared: Arc<Shared>) -> Keeper {
+    fn new(writer: Writer, shared: Arc<Shared>, rx: mpsc::Receiver<Command>) -> Keeper {
         Keeper {
             writer,
             shared,
+            rx,
+            deferred: VecDeque::new(),
             pending: VecDeque::new(),
             pending_bytes: 0,
             lost: 0,
@@ -406,15 +412,18 @@ impl Keeper {
         }
     }
 
-    fn run(mut self, rx: mpsc::Receiver<Command>) {
+    fn run(mut self) {
         loop {
             let deadline = match (&self.failing, self.retry_at) {
                 (Some(_), at) => at,
                 (None, _) => self.writer.live_due(&self.shared.live),
             };
-            let command = match deadline {
-                Some(at) => rx.recv_timeout(at.saturating_duration_since(Instant::now())),
-                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            let command = match (self.deferred.pop_front(), deadline) {
+                (Some(command), _) => Ok(command),
+                (None, Some(at)) => self
+                    .rx
+                    .recv_timeout(at.saturating_duration_since(Instant::now())),
+                (None, None) => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
             };
             match command {
                 Ok(Command::Write(write)) => self.accept(*write),
@@ -477,24 +486,49 @@ impl Keeper {
             // A log grown to a file-size limit starts over (see `Writer::checkpoint`).
             self.writer.checkpoint();
         }
-        while let Some(write) = self.pending.front() {
-            match self.writer.apply(write) {
-                Ok(()) => {
-                    let size = write.size();
-                    self.pending.pop_front();
-                    self.pending_bytes = self.pending_bytes.saturating_sub(size);
+        loop {
+            while let Some(write) = self.pending.front() {
+                match self.writer.apply(write) {
+                    Ok(()) => {
+                        let size = write.size();
+                        self.pending.pop_front();
+                        self.pending_bytes = self.pending_bytes.saturating_sub(size);
+                    }
+                    Err(e) => return self.failed(&e),
+                }
+            }
+            let due = force
+                || self.failing.is_some()
+                || self
+                    .writer
+                    .live_due(&self.shared.live)
+                    .is_some_and(|at| at <= Instant::now());
+            if !due {
+                break;
+            }
+            // The live text goes after every step handed over before it: those still in
+            // line are taken first (with the live text locked, so none can slip past), and
+            // written before it. A writer held up (by the disk, or a busy machine) would
+            // otherwise store a reply before the message that asked for it.
+            let mut came = Vec::new();
+            let rx = &self.rx;
+            let ready = || {
+                came.extend(rx.try_iter());
+                came.is_empty()
+            };
+            match self.writer.write_live(&self.shared.live, ready) {
+                Ok(true) => break,
+                Ok(false) => {
+                    for command in came {
+                        match command {
+                            Command::Write(write) => self.accept(*write),
+                            Command::Wake => self.shared.woken.store(false, Ordering::Release),
+                            other => self.deferred.push_back(other),
+                        }
+                    }
                 }
                 Err(e) => return self.failed(&e),
             }
-        }
-        let due = force
-            || self.failing.is_some()
-            || self
-                .writer
-                .live_due(&self.shared.live)
-                .is_some_and(|at| at <= Instant::now());
-        if due && let Err(e) = self.writer.write_live(&self.shared.live) {
-            return self.failed(&e);
         }
         if self.failing.take().is_some() {
             self.retry_at = None;

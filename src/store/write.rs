@@ -315,14 +315,26 @@ impl Writer {
     }
 
     /// Writes the live text now: the reply so far, and the output since the last batch.
-    pub(super) fn write_live(&mut self, live: &Mutex<Live>) -> rusqlite::Result<()> {
+    /// `ready` is asked with the live text locked whether every step handed over before it
+    /// is written (the engine hands a step over before the text that follows it, so with
+    /// the lock held, those steps are all in line by then); when not, nothing is taken and
+    /// this returns false, so that those steps go first (a reply is never stored before the
+    /// message that asked for it, however late the writer is).
+    pub(super) fn write_live(
+        &mut self,
+        live: &Mutex<Live>,
+        ready: impl FnOnce() -> bool,
+    ) -> rusqlite::Result<bool> {
         if !self.created {
-            return Ok(());
+            return Ok(true);
         }
         // Taken out under the lock, written without it (the engine must never wait on
         // the disk), and put back if the write fails.
         let (reply, output) = {
             let mut l = lock(live);
+            if !ready() {
+                return Ok(false);
+            }
             let reply = (l.reply_since.is_some() && l.reply_gen > self.completed_gen)
                 .then(|| (l.reply_gen, l.reply.clone()));
             l.reply_since = None;
@@ -341,7 +353,7 @@ impl Writer {
             (reply, output)
         };
         if reply.is_none() && output.is_none() {
-            return Ok(());
+            return Ok(true);
         }
         let result = self.transaction(|w| {
             w.mark_open()?;
@@ -374,7 +386,7 @@ impl Writer {
                 }
             }
         }
-        result
+        result.map(|()| true)
     }
 
     fn live_reply(&mut self, generation: u64, text: &str) -> rusqlite::Result<()> {

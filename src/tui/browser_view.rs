@@ -1,6 +1,6 @@
 //! Drawing the session browser: the search box, the list (rows shortened at a word, with
-//! `…`), the preview (or the session being read) at the first match of the search with the
-//! matches highlighted, and the keys.
+//! `…`; a session not in the store whole marked `incomplete`), the preview (or the session
+//! being read) at the first match of the search with the matches highlighted, and the keys.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
@@ -128,9 +128,20 @@ fn draw_list(frame: &mut Frame, app: &App, browser: &Browser, area: Rect) {
             app.theme.text
         };
         let time = format!("{} ", format_time(s.updated_at));
-        let title = shorten(&visible(&s.title), width.saturating_sub(time.width()));
+        // A session not in the store whole says so before its title, which is shortened
+        // first (as `sessions list` says INCOMPLETE).
+        let mark = if s.incomplete.is_some() {
+            INCOMPLETE_MARK
+        } else {
+            ""
+        };
+        let title = shorten(
+            &visible(&s.title),
+            width.saturating_sub(time.width() + mark.width()),
+        );
         lines.push(Line::from(vec![
             Span::styled(time, app.theme.muted),
+            Span::styled(mark, app.theme.warning.add_modifier(Modifier::BOLD)),
             Span::styled(title, title_style),
         ]));
         let detail = match &row.snippet {
@@ -147,6 +158,13 @@ fn draw_list(frame: &mut Frame, app: &App, browser: &Browser, area: Rect) {
     }
     frame.render_widget(Paragraph::new(lines), inner);
 }
+
+/// What a row of a session not in the store whole shows before its title.
+const INCOMPLETE_MARK: &str = "incomplete ";
+
+/// What the preview of such a session says above it (its facts below say why).
+const INCOMPLETE_NOTE: &str =
+    "incomplete: some of this session could not be saved; what follows is what the store holds";
 
 /// Shows `«match»` in a snippet with the match highlighted.
 fn highlight_snippet(text: &str, app: &App) -> Line<'static> {
@@ -269,10 +287,20 @@ pub fn transcript_lines(
     let mark = theme
         .warning
         .add_modifier(Modifier::BOLD | Modifier::REVERSED);
-    render_width(&session.markdown(), theme, width)
-        .into_iter()
-        .flat_map(|line| wrap(mark_matches(line, &terms, mark), width as usize))
-        .collect()
+    let mut lines = Vec::new();
+    if session.session.incomplete.is_some() {
+        lines.extend(wrap(
+            Line::styled(INCOMPLETE_NOTE, theme.warning.add_modifier(Modifier::BOLD)),
+            width as usize,
+        ));
+        lines.push(Line::default());
+    }
+    lines.extend(
+        render_width(&session.markdown(), theme, width)
+            .into_iter()
+            .flat_map(|line| wrap(mark_matches(line, &terms, mark), width as usize)),
+    );
+    lines
 }
 
 /// The row to scroll to so that the first match in the conversation (after the title and

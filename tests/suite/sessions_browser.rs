@@ -1,6 +1,7 @@
 //! The session browser as a reducer and as drawn: rename and delete keep the selection,
-//! Ctrl-U clears the search, rows are shortened at a word with `…`, and Enter opens a
-//! session at the first match of the search, highlighted.
+//! Ctrl-U clears the search, rows are shortened at a word with `…`, Enter opens a session
+//! at the first match of the search, highlighted, and a session not in the store whole is
+//! marked so in its row and its preview.
 
 use std::sync::mpsc;
 
@@ -285,4 +286,155 @@ fn enter_opens_a_session_at_the_first_match_highlighted() {
     );
     let plain = &buffer[(x - 2, y as u16)];
     assert!(!plain.modifier.contains(Modifier::REVERSED));
+}
+
+/// Hands the browser worker's replies to the workbench until `done` holds (at most 20 s).
+fn pump(
+    app: &mut App,
+    replies: &mut tokio::sync::mpsc::UnboundedReceiver<Msg>,
+    done: impl Fn(&App) -> bool,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !done(app) {
+        match replies.try_recv() {
+            Ok(msg) => {
+                app.update(msg);
+            }
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the browser's store worker did not answer in time"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("the browser's store worker stopped: {e}"),
+        }
+    }
+}
+
+/// The cells of the screen's row `y` from `x` on whose text is `word`, with their style.
+fn styled_at(
+    terminal: &Terminal<TestBackend>,
+    line: &str,
+    y: usize,
+    word: &str,
+) -> Vec<ratatui::style::Style> {
+    let buffer = terminal.backend().buffer();
+    let x = line[..line.find(word).unwrap()].chars().count() as u16;
+    (x..x + word.chars().count() as u16)
+        .map(|x| buffer[(x, y as u16)].style())
+        .collect()
+}
+
+#[test]
+fn an_incomplete_session_is_marked_in_its_row_and_its_preview() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = Recorder::start(Store::open(dir.path()).unwrap(), None, Redactor::default());
+    whole.message(&Message::user("the whole one"));
+    assert!(whole.close().all_saved());
+    let cut = Recorder::start(Store::open(dir.path()).unwrap(), None, Redactor::default());
+    cut.message(&Message::user("the cut one"));
+    assert!(cut.flush().all_saved());
+    let cut_id = cut.session_id().to_string();
+    drop(cut);
+    // As an oi-tui that could not write all of it and then stopped leaves it: marked open
+    // by a process that is gone (no pid is that high).
+    rusqlite::Connection::open(dir.path().join(oi_tui::store::FILE))
+        .unwrap()
+        .execute(
+            "UPDATE sessions SET open_by = '999999999 5' WHERE id = ?1",
+            [&cut_id],
+        )
+        .unwrap();
+
+    let theme = Theme::load("dark", Depth::TrueColor).unwrap();
+    let warning = theme.warning;
+    assert_ne!(warning.fg, theme.muted.fg);
+    let mut app = App::new(theme);
+    let (ui, mut replies) = tokio::sync::mpsc::unbounded_channel();
+    app.browser_requests = Some(oi_tui::tui::browser::worker(dir.path().to_path_buf(), ui));
+    app.open_browser();
+    pump(&mut app, &mut replies, |app| {
+        app.browser.as_ref().is_some_and(|b| b.rows.len() == 2)
+    });
+    let browser = app.browser.as_ref().unwrap();
+    let cut_at = browser
+        .rows
+        .iter()
+        .position(|r| r.session.id == cut_id)
+        .unwrap();
+    assert!(browser.rows[cut_at].session.incomplete.is_some());
+    assert!(browser.rows[1 - cut_at].session.incomplete.is_none());
+
+    // The list: the incomplete one's row says so, in the warning style; the whole one's not.
+    let terminal = draw(&app, 120, 30);
+    let screen = text(&terminal);
+    let lines: Vec<&str> = screen.lines().collect();
+    let list_part = |y: usize| -> String {
+        // The list is the left pane: between the first two borders.
+        let line = lines[y];
+        let Some(start) = line.find('│').map(|s| s + '│'.len_utf8()) else {
+            return String::new();
+        };
+        let end = line[start..].find('│').map_or(line.len(), |e| start + e);
+        line[start..end].to_string()
+    };
+    let row_of = |title: &str| {
+        (0..lines.len())
+            .find(|&y| list_part(y).contains(title))
+            .unwrap_or_else(|| panic!("{title}:\n{screen}"))
+    };
+    let (cut_row, whole_row) = (row_of("the cut one"), row_of("the whole one"));
+    let cut_rows = format!("{}{}", list_part(cut_row), list_part(cut_row + 1));
+    let whole_rows = format!("{}{}", list_part(whole_row), list_part(whole_row + 1));
+    assert!(cut_rows.contains("incomplete"), "{screen}");
+    assert!(!whole_rows.contains("incomplete"), "{screen}");
+    let y = if list_part(cut_row).contains("incomplete") {
+        cut_row
+    } else {
+        cut_row + 1
+    };
+    for style in styled_at(&terminal, lines[y], y, "incomplete") {
+        assert_eq!(style.fg, warning.fg, "the mark in the warning style");
+    }
+
+    // Its preview says that some of it could not be saved, in the warning style too.
+    while app.browser.as_ref().unwrap().selected != cut_at {
+        app.update(key(if cut_at > 0 {
+            KeyCode::Down
+        } else {
+            KeyCode::Up
+        }));
+    }
+    pump(&mut app, &mut replies, |app| {
+        app.browser
+            .as_ref()
+            .and_then(|b| b.preview.as_ref())
+            .is_some_and(|p| p.session.id == cut_id)
+    });
+    let terminal = draw(&app, 120, 30);
+    let screen = text(&terminal);
+    let (y, line) = screen
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("could not be saved"))
+        .unwrap_or_else(|| panic!("the preview says it:\n{screen}"));
+    for style in styled_at(&terminal, line, y, "could not be saved") {
+        assert_eq!(style.fg, warning.fg, "said in the warning style");
+    }
+    // The whole one's preview does not.
+    app.update(key(if cut_at > 0 {
+        KeyCode::Up
+    } else {
+        KeyCode::Down
+    }));
+    pump(&mut app, &mut replies, |app| {
+        app.browser
+            .as_ref()
+            .and_then(|b| b.preview.as_ref())
+            .is_some_and(|p| p.session.id != cut_id)
+    });
+    let screen = text(&draw(&app, 120, 30));
+    assert!(screen.contains("the whole one"), "{screen}");
+    assert!(!screen.contains("could not be saved"), "{screen}");
 }

@@ -457,3 +457,56 @@ fn every_kind_of_unanswered_call_gets_the_result_the_engine_would_have_given() {
     // The old entry point gives the same conversation.
     assert_eq!(store.resume_messages(&id).unwrap(), messages);
 }
+
+/// A reply's text goes to the store in batches, on the writer's clock, while the steps
+/// before it (a message) wait in line: however late the writer is (here held up by
+/// another process's write), a message handed over before the reply began is stored before
+/// it, so that a resumed conversation has them in the order they were said. (Under heavy
+/// load the writer once stored a reply before the person's message that asked for it.)
+#[test]
+fn a_reply_that_streamed_while_the_writer_was_held_up_is_stored_after_the_message_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Recorder::start(Store::open(dir.path()).unwrap(), None, Redactor::default());
+    r.message(&Message::user("first"));
+    r.message(&Message::assistant("first answer", vec![]));
+    assert!(r.flush().all_saved());
+    // Another writer holds the store: the recorder's next write waits for it.
+    let other = rusqlite::Connection::open(dir.path().join(oi_tui::store::FILE)).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    r.event(&Event::Notice {
+        message: "a step that waits for the store".into(),
+    });
+    r.message(&Message::user("go on"));
+    r.event(&Event::RequestStarted { round: 1 });
+    r.event(&Event::AssistantDelta {
+        text: "I see ".into(),
+    });
+    // Well past the batch time: the reply's text is due while "go on" still waits.
+    std::thread::sleep(Duration::from_millis(600));
+    other.execute_batch("COMMIT").unwrap();
+    r.event(&Event::AssistantDelta { text: "it.".into() });
+    r.message(&Message::assistant("I see it.", vec![]));
+    assert!(r.flush().all_saved());
+
+    let store = Store::open(dir.path()).unwrap();
+    let messages = store.export(r.session_id()).unwrap().messages;
+    let said: Vec<(&str, &str)> = messages
+        .iter()
+        .map(|m| (m.role.as_str(), m.content.as_str()))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("user", "first"),
+            ("assistant", "first answer"),
+            ("user", "go on"),
+            ("assistant", "I see it."),
+        ]
+    );
+    let resumed = store.resume_messages(r.session_id()).unwrap();
+    let roles: Vec<Role> = resumed.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::User, Role::Assistant]
+    );
+}
