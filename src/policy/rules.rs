@@ -65,6 +65,16 @@ pub enum RuleError {
 struct Entry {
     rule: Rule,
     words: Vec<String>,
+    /// The rule names MCP tools (`is_tool_rule` of its text, worked out once when added:
+    /// every command's every view is matched against every rule).
+    tool: bool,
+}
+
+impl Entry {
+    fn new(rule: Rule, words: Vec<String>) -> Self {
+        let tool = super::tools::is_tool_rule(&rule.text);
+        Entry { rule, words, tool }
+    }
 }
 
 /// All rules in force (user and trusted project rules together).
@@ -116,14 +126,14 @@ impl Rules {
                 why,
             })?;
             let text = text.trim().to_string();
-            self.entries.push(Entry {
-                rule: Rule {
+            self.entries.push(Entry::new(
+                Rule {
                     decision,
                     text: text.clone(),
                     source,
                 },
-                words: vec![text],
-            });
+                vec![text],
+            ));
             return Ok(());
         }
         if let Some(found) = text
@@ -143,14 +153,14 @@ impl Rules {
                 text: text.to_string(),
             });
         }
-        self.entries.push(Entry {
-            rule: Rule {
+        self.entries.push(Entry::new(
+            Rule {
                 decision,
                 text: words.join(" "),
                 source,
             },
             words,
-        });
+        ));
         Ok(())
     }
 
@@ -164,16 +174,14 @@ impl Rules {
         // (Command rules: a tool deny rule does not make code "possibly denied".)
         self.entries
             .iter()
-            .any(|e| e.rule.decision == Decision::Deny && !super::tools::is_tool_rule(&e.rule.text))
+            .any(|e| e.rule.decision == Decision::Deny && !e.tool)
     }
 
     /// The deny rules on commands (not on MCP tools), as written.
     pub fn deny_commands(&self) -> Vec<String> {
         self.entries
             .iter()
-            .filter(|e| {
-                e.rule.decision == Decision::Deny && !super::tools::is_tool_rule(&e.rule.text)
-            })
+            .filter(|e| e.rule.decision == Decision::Deny && !e.tool)
             .map(|e| e.rule.text.clone())
             .collect()
     }
@@ -187,11 +195,7 @@ impl Rules {
     pub(crate) fn matching<S: AsRef<str>>(&self, words: &[S]) -> Option<&Rule> {
         let mut best: Option<&Rule> = None;
         // Tool rules (`mcp:...`) name MCP tools, never commands.
-        for e in self
-            .entries
-            .iter()
-            .filter(|e| !super::tools::is_tool_rule(&e.rule.text))
-        {
+        for e in self.entries.iter().filter(|e| !e.tool) {
             if matches_prefix(&e.words, words, e.rule.decision) {
                 let rank = |d: Decision| match d {
                     Decision::Deny => 3,

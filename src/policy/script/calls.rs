@@ -107,34 +107,35 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, lang: Language, code: &str, frame: 
                 let is_call_start = !after_dot;
                 if is_call_start {
                     // Collect the dotted chain.
-                    let mut parts = vec![id.clone()];
+                    // (Borrowed from the tokens and the alias table, not copied.)
+                    let mut parts: Vec<&str> = vec![id.as_str()];
                     let mut j = i;
                     while j + 2 < toks.len() && toks[j + 1].kind == Kind::Punct('.') {
                         if let Kind::Ident(n) = &toks[j + 2].kind {
-                            parts.push(n.clone());
+                            parts.push(n.as_str());
                             j += 2;
                         } else {
                             break;
                         }
                     }
-                    if let Some(full) = aliases.get(&parts[0]) {
-                        let mut p: Vec<String> = full.split('.').map(str::to_string).collect();
+                    if let Some(full) = aliases.get(parts[0]) {
+                        let mut p: Vec<&str> = full.split('.').collect();
                         p.extend(parts.drain(1..));
                         parts = p;
                     }
                     let name = parts.join(".");
-                    let last = parts.last().cloned().unwrap_or_default();
+                    let last = parts.last().copied().unwrap_or_default();
                     // A method on an expression (`Path(x).unlink()`) is looked up by its
                     // last name with an unknown receiver.
                     let known = lookup(
                         lang,
                         &name,
-                        if parts.len() > 1 { &last } else { "" },
+                        if parts.len() > 1 { last } else { "" },
                         child_process,
                     )
                     .or_else(|| {
                         if lang == Language::JavaScript {
-                            lookup(lang, &name, &last, child_process)
+                            lookup(lang, &name, last, child_process)
                         } else {
                             None
                         }
@@ -193,17 +194,18 @@ pub(crate) fn analyse(an: &mut Analysis<'_>, lang: Language, code: &str, frame: 
 /// Python `import x as y` and `from x import a as b`: local name -> dotted origin.
 fn python_aliases(toks: &[Token]) -> HashMap<String, String> {
     let mut map = HashMap::new();
-    let ident = |k: &Kind| {
+    // (Borrowed: only the names that go into the table are copied.)
+    fn ident(k: &Kind) -> Option<&str> {
         if let Kind::Ident(s) = k {
-            Some(s.clone())
+            Some(s.as_str())
         } else {
             None
         }
-    };
+    }
     let mut i = 0;
     while i < toks.len() {
-        let from = ident(&toks[i].kind).filter(|s| s == "from").is_some();
-        let import = ident(&toks[i].kind).filter(|s| s == "import").is_some();
+        let from = ident(&toks[i].kind) == Some("from");
+        let import = ident(&toks[i].kind) == Some("import");
         if from || import {
             let mut module = String::new();
             let mut j = i + 1;
@@ -239,7 +241,7 @@ fn python_aliases(toks: &[Token]) -> HashMap<String, String> {
                             } else {
                                 cur.clone()
                             };
-                            map.insert(alias, origin);
+                            map.insert(alias.to_string(), origin);
                             cur.clear();
                             j += 1;
                         }

@@ -86,13 +86,13 @@ pub(super) fn value_taken(
 
 /// A chain `a.b.c` whose leading part is such a function (`os.system.__call__`,
 /// `cp.execSync.call`): the call is made through something the policy does not follow.
-pub(super) fn runs_inside_chain(lang: Language, parts: &[String], child_process: bool) -> bool {
+pub(super) fn runs_inside_chain(lang: Language, parts: &[&str], child_process: bool) -> bool {
     if lang == Language::R || parts.len() < 3 {
         return false;
     }
     (2..parts.len()).any(|k| {
         let name = parts[..k].join(".");
-        lookup(lang, &name, &parts[k - 1], child_process).is_some_and(runs)
+        lookup(lang, &name, parts[k - 1], child_process).is_some_and(runs)
     })
 }
 

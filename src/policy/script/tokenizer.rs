@@ -49,7 +49,9 @@ pub(crate) fn tokenize(src: &str, lang: Language) -> Vec<Token> {
         pos: 0,
         line: 1,
         lang,
-        out: Vec::new(),
+        // (Sized for the text — about a token per four bytes of code — so that a long
+        // block does not grow it step by step.)
+        out: Vec::with_capacity(src.len() / 4),
     };
     lx.run();
     lx.out

@@ -110,8 +110,19 @@ fn view(args: &[Arg]) -> Vec<Cow<'_, str>> {
 /// Views of a command for the rules: its words, and whether that view must be allowed.
 type Views<'c> = Vec<(Vec<Cow<'c, str>>, bool)>;
 
+/// The last component of a command name (`/bin/rm` is `rm`): the text after the last `/`.
 pub(super) fn base(name: &str) -> &str {
-    name.rsplit('/').next().unwrap_or(name)
+    // (A byte search: `/` is ASCII, so the cut is on a character boundary; the same
+    // result as `rsplit('/').next()`, without the pattern searcher's set-up per word.)
+    match last_slash(name) {
+        Some(k) => &name[k + 1..],
+        None => name,
+    }
+}
+
+/// The byte offset of the last `/` in `s`.
+pub(super) fn last_slash(s: &str) -> Option<usize> {
+    s.as_bytes().iter().rposition(|&b| b == b'/')
 }
 
 /// Judges one simple command: findings, nested code, and the rule decision.

@@ -18,14 +18,14 @@ pub(super) fn classify(an: &mut Analysis<'_>, cmd: &Cmd, w: &[Arg], frame: &Fram
     let Some(first) = w.first() else { return true };
     let name = base(&first.text);
     let args = &w[1..];
-    if an.functions.contains(first.text.as_str()) {
+    if !an.functions.is_empty() && an.functions.contains(first.text.as_str()) {
         // A function of this block: its body was judged where it was defined.
         an.read_only = true;
         return true;
     }
-    let foreign_path = first.text.rsplit_once('/').is_some_and(|(d, _)| {
+    let foreign_path = super::commands::last_slash(&first.text).is_some_and(|k| {
         !matches!(
-            d,
+            &first.text[..k],
             "/bin" | "/usr/bin" | "/usr/local/bin" | "/sbin" | "/usr/sbin"
         )
     });
