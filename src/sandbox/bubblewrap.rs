@@ -173,8 +173,15 @@ pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
             bind("--ro-bind", &git, &git);
         }
     }
-    // The user's oi-tui directory: this session's kernels and every other session's.
-    bind("--ro-bind", &plan.private.root, &plan.private.root);
+    // The user's oi-tui directory holds every session's kernels, whose control FIFOs a
+    // read-only mount does not keep from being written (a block wrote commands into another
+    // session's kernel, unsandboxed): an empty, read-only directory stands in for it, with
+    // this process's kernels bound in, read-only.
+    args.extend(["--tmpfs".into(), plan.private.root.clone().into()]);
+    let mut bind = |flag: &str, from: &Path, to: &Path| {
+        args.extend([flag.into(), from.into(), to.into()]);
+    };
+    bind("--ro-bind", &plan.private.kernels, &plan.private.kernels);
     // A directory that leads to a protected one is bound onto itself first: a mount point
     // cannot be renamed, so the way to oi-tui's files cannot be moved aside and made anew
     // (`mv ~/.config x; mkdir -p ~/.config/oi-tui`). Its contents stay writable.
@@ -189,11 +196,13 @@ pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
     for way in ways {
         bind("--bind", way, way);
     }
-    for path in plan.protected {
+    // (The user's oi-tui directory is the empty one above, not bound again.)
+    for path in plan.protected.iter().filter(|p| **p != plan.private.root) {
         bind("--ro-bind", path, path);
     }
     // Last, so that nothing read-only is bound over it.
     bind("--bind", &plan.private.figures, &plan.private.figures);
+    args.extend(["--remount-ro".into(), plan.private.root.clone().into()]);
     // A process namespace of its own, with its own /proc: a block cannot read oi-tui's
     // environment (the provider's key) or memory through /proc, nor signal its processes.
     args.extend(["--unshare-pid".into(), "--proc".into(), "/proc".into()]);

@@ -136,6 +136,14 @@ pub(super) fn prefix(
     }
     args.push("--tmpdir".into());
     args.push(private.tmp.clone().into());
+    for (flag, dir) in [
+        ("--private", &private.root),
+        ("--kernels", &private.kernels),
+        ("--figures", &private.figures),
+    ] {
+        args.push(flag.into());
+        args.push(dir.clone().into());
+    }
     args.extend(super::exec_guard::args(&super::deny_rules()));
     if network == Network::Off {
         args.push("--no-network".into());
@@ -153,6 +161,10 @@ struct Plan {
     foreground: bool,
     /// Run in a PID namespace of its own (see `pid_ns`).
     own_processes: bool,
+    /// The user's oi-tui directory, to hide but for this process's kernels and figures.
+    private: Option<PathBuf>,
+    kernels: Option<PathBuf>,
+    figures: Option<PathBuf>,
     writable: Vec<PathBuf>,
     /// The blocks' temp dir, set as `$TMPDIR`.
     tmpdir: Option<PathBuf>,
@@ -167,6 +179,9 @@ fn parse(args: &[OsString]) -> Result<Plan, String> {
         landlock: false,
         foreground: false,
         own_processes: false,
+        private: None,
+        kernels: None,
+        figures: None,
         writable: Vec::new(),
         tmpdir: None,
         deny: Vec::new(),
@@ -179,6 +194,17 @@ fn parse(args: &[OsString]) -> Result<Plan, String> {
             Some("--write") => match it.next() {
                 Some(dir) => plan.writable.push(PathBuf::from(dir)),
                 None => return Err("--write needs a directory".to_string()),
+            },
+            Some(flag @ ("--private" | "--kernels" | "--figures")) => match it.next() {
+                Some(dir) => {
+                    let dir = Some(PathBuf::from(dir));
+                    match flag {
+                        "--private" => plan.private = dir,
+                        "--kernels" => plan.kernels = dir,
+                        _ => plan.figures = dir,
+                    }
+                }
+                None => return Err(format!("{flag} needs a directory")),
             },
             Some("--tmpdir") => match it.next() {
                 Some(dir) => plan.tmpdir = Some(PathBuf::from(dir)),
@@ -251,6 +277,32 @@ fn restrict(plan: &Plan) -> Result<(), String> {
     Ok(())
 }
 
+/// Puts this process in a Landlock domain that limits nothing of the file system (bubblewrap's
+/// mounts do that): a process in a domain cannot trace, or read the memory of, a process
+/// outside it, nor signal it. Under bubblewrap that keeps blocks away from bubblewrap's own
+/// first process, which is of their user and not filtered (a block traced it into running
+/// a denied program, and into typing into the person's terminal). Without Landlock, tracing
+/// is refused by a seccomp filter instead (by the tracer's, when deny rules exist).
+fn domain_only(tracer_follows: bool) -> Result<(), String> {
+    let fail = |e: landlock::RulesetError| format!("cannot set up Landlock: {e}");
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(FS_ABI))
+        .map_err(fail)?
+        .scope(Scope::Signal)
+        .map_err(fail)?
+        .create()
+        .map_err(fail)?
+        .add_rules(path_beneath_rules(["/"], AccessFs::from_all(FS_ABI)))
+        .map_err(fail)?
+        .restrict_self()
+        .map_err(fail)?;
+    if status.ruleset == RulesetStatus::NotEnforced && !tracer_follows {
+        return super::seccomp::deny_tracing();
+    }
+    Ok(())
+}
+
 /// Makes this process a process group of its own and the terminal's foreground group (when
 /// standard input is a terminal).
 fn take_foreground() {
@@ -287,7 +339,13 @@ pub fn trampoline_main(args: &[OsString]) -> i32 {
         return 126;
     }
     let inside = if plan.own_processes {
-        match super::pid_ns::enter() {
+        let keep: Vec<PathBuf> = [&plan.kernels, &plan.tmpdir, &plan.figures]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        let mask = plan.private.as_deref().map(|root| (root, keep.as_slice()));
+        match super::pid_ns::enter(mask) {
             Ok(super::pid_ns::Side::Outside(code)) => return code,
             Ok(super::pid_ns::Side::Inside(reporter)) => {
                 take_foreground();
@@ -307,17 +365,20 @@ pub fn trampoline_main(args: &[OsString]) -> i32 {
         // SAFETY: the trampoline is single-threaded; nothing else reads the environment.
         unsafe { std::env::set_var("TMPDIR", tmpdir) };
     }
-    if plan.landlock
-        && let Err(e) = restrict(&plan)
-    {
-        eprintln!("oi-tui sandbox: {e}");
-        return 126;
-    }
+    // The sandbox's own restriction, in the program's process: a tracer or a namespace's
+    // first process stays outside it, where the program cannot trace it.
+    let confine = || {
+        if plan.landlock {
+            restrict(&plan)
+        } else {
+            domain_only(!plan.deny.is_empty())
+        }
+    };
     let status = if !plan.deny.is_empty() {
-        super::tracer::run(&plan.program, &plan.deny)
+        super::tracer::run(&plan.program, &plan.deny, &confine)
     } else if inside.is_some() {
         match super::tracer::c_strings(&plan.program) {
-            Some(argv) => super::pid_ns::run_init(&argv).unwrap_or_else(|e| {
+            Some(argv) => super::pid_ns::run_init(&argv, &confine).unwrap_or_else(|e| {
                 eprintln!("oi-tui sandbox: {e}");
                 super::tracer::exited(126)
             }),
@@ -327,6 +388,10 @@ pub fn trampoline_main(args: &[OsString]) -> i32 {
             }
         }
     } else {
+        if let Err(e) = confine() {
+            eprintln!("oi-tui sandbox: {e}");
+            return 126;
+        }
         let err = std::process::Command::new(&plan.program[0])
             .args(&plan.program[1..])
             .exec();

@@ -13,7 +13,10 @@
 //! ignores the terminal's signals, and reaps every orphan). The trampoline outside waits,
 //! and ends as the program ended, passed to it through a pipe.
 
+use std::ffi::CString;
 use std::io::Error;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 /// Where this process is after [`enter`].
 pub(super) enum Side {
@@ -51,7 +54,11 @@ const FAILED: u8 = b'E';
 
 /// Unshares the namespaces and forks (see the module's comment). An error means nothing
 /// was changed: the caller may go on without the namespace.
-pub(super) fn enter() -> Result<Side, String> {
+///
+/// `mask`: oi-tui's directory of the user's (every session's kernels), and what of it this
+/// process's kernels need: inside, an empty read-only directory stands in for it, with only
+/// those bound in.
+pub(super) fn enter(mask: Option<(&Path, &[PathBuf])>) -> Result<Side, String> {
     unshare()?;
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: pipe2 fills the two descriptors of the array.
@@ -78,6 +85,11 @@ pub(super) fn enter() -> Result<Side, String> {
             reporter.send(&bytes);
             // SAFETY: ends this child at once; the trampoline outside goes on without it.
             unsafe { libc::_exit(125) };
+        }
+        if let Some((root, keep)) = mask
+            && let Err(e) = mask_dir(root, keep)
+        {
+            eprintln!("oi-tui sandbox: other sessions' kernels stay visible: {e}");
         }
         return Ok(Side::Inside(reporter));
     }
@@ -201,7 +213,13 @@ fn wait_outside(child: i32, read_end: libc::c_int) -> (i32, Option<Message>) {
 /// The namespace's first process: starts the program as its child, reaps every process
 /// that ends, and returns the program's wait status when it ends (everything else left in
 /// the namespace is killed as this process ends).
-pub(super) fn run_init(argv: &[std::ffi::CString]) -> Result<i32, String> {
+///
+/// `confine` runs in the program's process before it starts (the sandbox's own restriction,
+/// so that this process stays outside it, out of the program's reach).
+pub(super) fn run_init(
+    argv: &[std::ffi::CString],
+    confine: &dyn Fn() -> Result<(), String>,
+) -> Result<i32, String> {
     // SAFETY: plain signal dispositions of this single-threaded process (the child puts
     // the defaults back).
     unsafe {
@@ -211,8 +229,7 @@ pub(super) fn run_init(argv: &[std::ffi::CString]) -> Result<i32, String> {
     }
     let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     pointers.push(std::ptr::null());
-    // SAFETY: the process is single-threaded; the child only makes async-signal-safe calls
-    // (signal, execvp, write, _exit) on memory prepared before the fork.
+    // SAFETY: the process is single-threaded, so the child may allocate (in `confine`).
     let child = unsafe { libc::fork() };
     if child < 0 {
         return Err(format!(
@@ -225,6 +242,10 @@ pub(super) fn run_init(argv: &[std::ffi::CString]) -> Result<i32, String> {
         unsafe {
             for sig in super::tracer::TERMINAL_SIGNALS {
                 libc::signal(sig, libc::SIG_DFL);
+            }
+            if let Err(e) = confine() {
+                eprintln!("oi-tui sandbox: {e}");
+                libc::_exit(126);
             }
             libc::execvp(pointers[0], pointers.as_ptr());
             let msg = b"oi-tui sandbox: cannot run the program\n";
@@ -243,4 +264,105 @@ pub(super) fn run_init(argv: &[std::ffi::CString]) -> Result<i32, String> {
             return Err(format!("lost the program: {}", Error::last_os_error()));
         }
     }
+}
+
+fn c_path(path: &Path) -> Result<CString, String> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| "a path holds a NUL byte".to_string())
+}
+
+/// Mounts an empty directory over `root`, binds `keep` (directories under it) back in, and
+/// makes it read-only.
+fn mask_dir(root: &Path, keep: &[PathBuf]) -> Result<(), String> {
+    // Reached through descriptors opened before `root` is covered.
+    let mut held = Vec::new();
+    for dir in keep {
+        let c = c_path(dir)?;
+        // SAFETY: open(2) of a NUL-terminated path; the descriptor is closed below.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(format!(
+                "cannot open {}: {}",
+                dir.display(),
+                Error::last_os_error()
+            ));
+        }
+        held.push((dir, fd));
+    }
+    let target = c_path(root)?;
+    let tmpfs = c"tmpfs";
+    let options = c"mode=0755";
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    // SAFETY: mount(2) with NUL-terminated strings that live for the calls.
+    let result = (|| unsafe {
+        if libc::mount(
+            tmpfs.as_ptr(),
+            target.as_ptr(),
+            tmpfs.as_ptr(),
+            flags,
+            options.as_ptr().cast(),
+        ) != 0
+        {
+            return Err(format!(
+                "cannot cover {}: {}",
+                root.display(),
+                Error::last_os_error()
+            ));
+        }
+        for (dir, fd) in &held {
+            let point = c_path(dir)?;
+            if libc::mkdir(point.as_ptr(), 0o755) != 0 {
+                return Err(format!(
+                    "cannot make {}: {}",
+                    dir.display(),
+                    Error::last_os_error()
+                ));
+            }
+            let from = c_path(Path::new(&format!("/proc/self/fd/{fd}")))?;
+            if libc::mount(
+                from.as_ptr(),
+                point.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            ) != 0
+            {
+                return Err(format!(
+                    "cannot bind {}: {}",
+                    dir.display(),
+                    Error::last_os_error()
+                ));
+            }
+        }
+        if libc::mount(
+            std::ptr::null(),
+            target.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REMOUNT | libc::MS_RDONLY | flags,
+            std::ptr::null(),
+        ) != 0
+        {
+            return Err(format!(
+                "cannot make {} read-only: {}",
+                root.display(),
+                Error::last_os_error()
+            ));
+        }
+        // A working directory under `root` is the covered one until looked up again.
+        if let Ok(cwd) = std::env::current_dir()
+            && cwd.starts_with(root)
+        {
+            let _ = std::env::set_current_dir(&cwd);
+        }
+        Ok(())
+    })();
+    for (_, fd) in held {
+        // SAFETY: closes a descriptor opened above.
+        unsafe { libc::close(fd) };
+    }
+    result
 }

@@ -134,10 +134,15 @@ pub(super) fn deny_terminal_typing() -> Result<(), String> {
     install(&no_typing_filter())
 }
 
+/// Refuses `ptrace` (where Landlock cannot keep blocks from tracing processes outside).
+pub(super) fn deny_tracing() -> Result<(), String> {
+    install(&refuse(libc::SYS_ptrace, libc::EPERM))
+}
+
 /// The filters that keep every process the tracer's (see `tracer`): no clone that asks
 /// not to be traced (`CLONE_UNTRACED`), and no `clone3`, whose flags a filter cannot read
 /// (ENOSYS: the C library falls back to `clone`). Made before a fork, installed after it.
-pub(super) fn traced_clones_filters() -> [Vec<libc::sock_filter>; 2] {
+pub(super) fn traced_clones_filters() -> [Vec<libc::sock_filter>; 3] {
     [
         refuse_when_set(
             libc::SYS_clone,
@@ -146,6 +151,9 @@ pub(super) fn traced_clones_filters() -> [Vec<libc::sock_filter>; 2] {
             libc::EPERM,
         ),
         refuse(libc::SYS_clone3, libc::ENOSYS),
+        // A traced process cannot be traced by another anyway; nor may it trace what lies
+        // outside (bubblewrap's first process, where Landlock does not refuse it).
+        refuse(libc::SYS_ptrace, libc::EPERM),
     ]
 }
 

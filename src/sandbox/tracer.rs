@@ -31,7 +31,14 @@ const OPTIONS: libc::c_int = libc::PTRACE_O_TRACEEXEC
 
 /// Runs `program` traced, killing what the rules deny as it starts. Returns its wait status
 /// (see [`ended`]); one that never started, an exit status that says why.
-pub(super) fn run(program: &[OsString], rules: &[String]) -> i32 {
+///
+/// `confine` runs in the program's process before it starts (the sandbox's own restriction,
+/// so that the tracer stays outside it, out of the program's reach).
+pub(super) fn run(
+    program: &[OsString],
+    rules: &[String],
+    confine: &dyn Fn() -> Result<(), String>,
+) -> i32 {
     let path = std::env::var_os("PATH");
     let denied: Vec<Denied> = rules
         .iter()
@@ -51,8 +58,9 @@ pub(super) fn run(program: &[OsString], rules: &[String]) -> i32 {
             libc::signal(sig, libc::SIG_IGN);
         }
     }
-    // SAFETY: the trampoline is single-threaded; the child only makes async-signal-safe
-    // calls (signal, raise, execvp, write, _exit) on memory prepared before the fork.
+    // SAFETY: the trampoline is single-threaded, so the child may allocate (in `confine`);
+    // after it, it only makes async-signal-safe calls (signal, raise, execvp, write, _exit)
+    // on memory prepared before the fork.
     let child = unsafe { libc::fork() };
     if child < 0 {
         eprintln!(
@@ -66,6 +74,10 @@ pub(super) fn run(program: &[OsString], rules: &[String]) -> i32 {
         unsafe {
             for sig in TERMINAL_SIGNALS {
                 libc::signal(sig, libc::SIG_DFL);
+            }
+            if let Err(e) = confine() {
+                eprintln!("oi-tui sandbox: {e}");
+                libc::_exit(126);
             }
             if super::seccomp::install_all(&filters).is_err() {
                 let msg = b"oi-tui sandbox: deny rules cannot be enforced here: no seccomp\n";

@@ -519,6 +519,7 @@ async fn oi_tui_run_is_sandboxed_too() {
 /// kernel directory there (the hostile tester wrote into another oi-tui's control FIFO).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_temp_dir_as_workspace_keeps_other_sessions_kernels_out_of_reach() {
+    use std::os::unix::fs::OpenOptionsExt;
     for backend in BACKENDS {
         let layout = Layout::new();
         let tmp = layout.path("tmp");
@@ -527,23 +528,39 @@ async fn the_temp_dir_as_workspace_keeps_other_sessions_kernels_out_of_reach() {
         // Another live session's kernel (this test process stands for its owner).
         let other = user.join(format!("oi-tui-kernels-{}-OtHeR1", std::process::id()));
         std::fs::create_dir_all(other.join("oi-tui-shell-x")).expect("other");
+        // Its control FIFO, with its driver reading (a read-only mount does not keep a
+        // FIFO from being written).
         let control = other.join("oi-tui-shell-x/control");
-        std::fs::write(&control, "").expect("control");
-        let mut cmd = layout.command(backend);
-        cmd.current_dir(&tmp)
-            .args(["sandbox", "--", "sh", "-c"])
-            .arg(format!(
-                "echo 'touch /x' > '{}' && echo WROTE; mkdir '{}/planted' && echo MADE; echo DONE",
-                control.display(),
-                other.display()
-            ));
-        let all = text(&run(cmd).await);
-        assert!(all.contains("DONE"), "{backend}: {all}");
-        assert!(
-            !all.contains("WROTE") && !all.contains("MADE"),
-            "{backend}: {all}"
-        );
-        assert_eq!(std::fs::read_to_string(&control).expect("control"), "");
+        let path = std::ffi::CString::new(control.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: mkfifo(3) with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0, "mkfifo");
+        let mut driver = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&control)
+            .expect("the driver's end");
+        for workspace in [tmp.clone(), layout.path("ws")] {
+            let mut cmd = layout.command(backend);
+            cmd.current_dir(&workspace)
+                .args(["sandbox", "--", "sh", "-c"])
+                .arg(format!(
+                    "ls '{user}' | sed 's/^/LS:/'; timeout 5 sh -c \"echo 'touch /x' > '{}'\" && echo WROTE; mkdir '{}/planted' && echo MADE; echo DONE",
+                    control.display(),
+                    other.display(),
+                    user = user.display(),
+                ));
+            let all = text(&run(cmd).await);
+            assert!(all.contains("DONE"), "{backend}: {all}");
+            assert!(
+                !all.contains("WROTE")
+                    && !all.contains("MADE")
+                    && !all.contains(&format!("LS:oi-tui-kernels-{}-OtHeR1", std::process::id())),
+                "{backend}, workspace {workspace:?}: another session's kernels were in reach: {all}"
+            );
+            let mut got = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut driver, &mut got);
+            assert!(got.is_empty(), "{backend}: the driver read {got:?}");
+        }
     }
 }
 
@@ -564,6 +581,43 @@ async fn the_sandbox_command_ends_as_its_command_did() {
                 Some(code),
                 "{backend}: {script}: {}",
                 text(&out)
+            );
+        }
+    }
+}
+
+/// A block cannot trace the sandbox's first process (under bubblewrap, bubblewrap's own,
+/// which is of the block's user and not filtered: traced, it ran a denied program and typed
+/// into the person's terminal), with or without deny rules, under each backend.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_cannot_trace_the_sandboxs_first_process() {
+    const TRACE: &str = r#"python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.ptrace(16, 1, 0, 0)
+print("ATTACH", r, os.strerror(ctypes.get_errno()))
+try:
+    open("/proc/1/mem", "r+b")
+    print("MEM open")
+except OSError as e:
+    print("MEM refused", e.errno)
+'"#;
+    for backend in BACKENDS {
+        for deny in [false, true] {
+            let layout = Layout::new();
+            if deny {
+                std::fs::create_dir_all(layout.path("config/oi-tui")).expect("config");
+                std::fs::write(
+                    layout.path("config/oi-tui/config.toml"),
+                    "[policy]\ndeny = [\"no-such-program-here\"]\n",
+                )
+                .expect("config");
+            }
+            let out = sandboxed(&layout, backend, TRACE).await;
+            let all = text(&out);
+            assert!(
+                all.contains("ATTACH -1") && all.contains("MEM refused"),
+                "{backend}, deny rules {deny}: the first process could be traced:\n{all}"
             );
         }
     }
