@@ -18,7 +18,15 @@
 //! - it is the dynamic loader given a program to run (whatever the program: the loader
 //!   opens it only after the check, when a link may name another file), while any deny
 //!   rule exists (`--list` and `--verify`, which `ldd` uses, still run);
-//! - it is a multi-call binary (busybox, toybox, coreutils) and the applet is the rule's name.
+//! - it is busybox or toybox, while any deny rule exists, whatever it runs: their applets
+//!   and their shells run programs inside themselves, where no check at an exec sees them;
+//! - it is a multi-call binary (coreutils) and the applet is the rule's name.
+//!
+//! The loader and busybox are known by name and by content (`Known`: the loaders that common
+//! programs name as their interpreter and the `ld-*.so*` in `/lib64` and `/lib`, the busybox
+//! and toybox binaries on `$PATH`; found once when the tracer starts, by metadata only: a
+//! started file's bytes are compared only when its size is one of theirs), so a renamed copy
+//! or another `argv[0]` changes nothing.
 //!
 //! and the arguments after the program begin with the rule's other words (literally: `deny =
 //! ["git push"]` stops `git push`, not `git -C . push`; the reader judges those).
@@ -113,6 +121,120 @@ impl Denied {
     }
 }
 
+/// Busybox's names: a multi-call binary with a shell of its own (toybox too).
+const BUSYBOX: &[&str] = &["busybox", "toybox"];
+
+/// A file known by its content: its real path, device and inode, size.
+#[derive(Debug)]
+struct KnownFile {
+    path: PathBuf,
+    id: (u64, u64),
+    size: u64,
+}
+
+/// The programs recognised by content whatever their name, found when the tracer starts:
+/// the system's dynamic loaders and its busybox binaries.
+#[derive(Debug, Default)]
+pub(super) struct Known {
+    loaders: Vec<KnownFile>,
+    busyboxes: Vec<KnownFile>,
+}
+
+impl Known {
+    /// The loaders named by the `PT_INTERP` of common programs (and of this one), and the
+    /// `ld-*.so*` in `/lib64` and `/lib`; busybox and toybox on `path` and in the standard
+    /// directories. Only metadata is read here: contents are compared when a file of the
+    /// same size starts.
+    pub(super) fn find(path: Option<&std::ffi::OsStr>) -> Known {
+        let mut loaders = Vec::new();
+        for program in ["/proc/self/exe", "/bin/sh", "/usr/bin/env", "/bin/bash"] {
+            if let Some(interp) = elf_interpreter(Path::new(program)) {
+                add_known(&mut loaders, &interp);
+            }
+        }
+        for dir in ["/lib64", "/lib", "/usr/lib64"] {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                if is_loader(&entry.file_name().to_string_lossy()) {
+                    add_known(&mut loaders, &entry.path());
+                }
+            }
+        }
+        let mut busyboxes = Vec::new();
+        let dirs = path.map(|p| std::env::split_paths(p).collect::<Vec<_>>());
+        for dir in dirs
+            .unwrap_or_default()
+            .into_iter()
+            .chain(STANDARD_DIRS.iter().map(PathBuf::from))
+        {
+            for name in BUSYBOX {
+                add_known(&mut busyboxes, &dir.join(name));
+            }
+        }
+        Known { loaders, busyboxes }
+    }
+}
+
+/// Adds the regular file at `path` (through links) to `files`, once.
+fn add_known(files: &mut Vec<KnownFile>, path: &Path) {
+    let (Ok(real), Ok(meta)) = (std::fs::canonicalize(path), std::fs::metadata(path)) else {
+        return;
+    };
+    if meta.is_file() && !files.iter().any(|k| k.path == real) {
+        files.push(KnownFile {
+            path: real,
+            id: (meta.dev(), meta.ino()),
+            size: meta.len(),
+        });
+    }
+}
+
+/// The program interpreter (`PT_INTERP`) a little-endian ELF file names, if any.
+fn elf_interpreter(path: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(8192)
+        .read_to_end(&mut head)
+        .ok()?;
+    if head.get(..4)? != b"\x7fELF" || *head.get(5)? != 1 {
+        return None;
+    }
+    let wide = *head.get(4)? == 2;
+    let num = |at: usize, len: usize| -> Option<usize> {
+        let bytes = head.get(at..at + len)?;
+        let mut value = 0usize;
+        for (i, b) in bytes.iter().enumerate() {
+            value |= usize::from(*b).checked_shl(8 * u32::try_from(i).ok()?)?;
+        }
+        Some(value)
+    };
+    let (phoff, phentsize, phnum) = if wide {
+        (num(32, 8)?, num(54, 2)?, num(56, 2)?)
+    } else {
+        (num(28, 4)?, num(42, 2)?, num(44, 2)?)
+    };
+    for i in 0..phnum {
+        let at = phoff.checked_add(i.checked_mul(phentsize)?)?;
+        if num(at, 4)? != 3 {
+            continue;
+        }
+        let (offset, size) = if wide {
+            (num(at + 8, 8)?, num(at + 32, 8)?)
+        } else {
+            (num(at + 4, 4)?, num(at + 16, 4)?)
+        };
+        let bytes = head.get(offset..offset.checked_add(size)?)?;
+        let bytes = bytes.split(|&b| b == 0).next()?;
+        return Some(PathBuf::from(std::ffi::OsStr::from_bytes(bytes)));
+    }
+    None
+}
+
 /// What a process turned out to be, once its new image is loaded.
 #[derive(Debug)]
 pub(super) struct Started {
@@ -158,7 +280,11 @@ enum Program<'a> {
 
 /// The rule that forbids what `started` runs, if one does: its text, and the program as
 /// the person would name it.
-pub(super) fn forbidding<'a>(denied: &'a [Denied], started: &Started) -> Option<(&'a str, String)> {
+pub(super) fn forbidding<'a>(
+    denied: &'a [Denied],
+    known: &Known,
+    started: &Started,
+) -> Option<(&'a str, String)> {
     let args: Vec<&str> = started.argv.iter().map(String::as_str).collect();
     let mut views: Vec<(Program<'_>, &[&str])> = vec![(
         Program::File {
@@ -168,7 +294,28 @@ pub(super) fn forbidding<'a>(denied: &'a [Denied], started: &Started) -> Option<
         args.get(1..).unwrap_or_default(),
     )];
     let exe_name = file_name(&started.exe_path);
-    if is_loader(&exe_name)
+    let meta = match &started.exe {
+        Some(file) => file.metadata().ok(),
+        None => std::fs::metadata(&started.exe_path).ok(),
+    };
+    let is = |files: &[KnownFile]| {
+        meta.as_ref()
+            .is_some_and(|m| is_known(files, &started.exe_path, started.exe.as_ref(), m))
+    };
+    if let Some(rule) = denied.first()
+        && (BUSYBOX.contains(&exe_name.as_str()) || is(&known.busyboxes))
+    {
+        // Its applets (`busybox rm`, a copy run as `rm`) and its shell (`busybox sh -c 'rm
+        // x'`) run programs inside itself, without an exec to check.
+        return Some((
+            rule.text.as_str(),
+            format!(
+                "{} (busybox: its applets and its shell run programs inside itself, where no check as a program starts can see them, so it does not run while deny rules exist)",
+                started.exe_path.display()
+            ),
+        ));
+    }
+    if (is_loader(&exe_name) || is(&known.loaders))
         && let Some(program) = loader_program(&args)
         && let Some(rule) = denied.first()
     {
@@ -274,6 +421,20 @@ fn is_program(rule: &Denied, path: &Path, open: Option<&std::fs::File>) -> bool 
     })
 }
 
+/// Whether the file that runs (`path`, `open`, with its metadata) is one of `files`: the same
+/// file, or a copy (same size, then the same bytes).
+fn is_known(
+    files: &[KnownFile],
+    path: &Path,
+    open: Option<&std::fs::File>,
+    meta: &std::fs::Metadata,
+) -> bool {
+    files.iter().any(|known| {
+        known.id == (meta.dev(), meta.ino())
+            || (known.size == meta.len() && same_content(&known.path, path, open))
+    })
+}
+
 /// Whether two files hold the same bytes (read in pieces; sizes already equal).
 fn same_content(a: &Path, b: &Path, open_b: Option<&std::fs::File>) -> bool {
     use std::io::Read;
@@ -343,30 +504,57 @@ mod tests {
         assert!(!rm.files.is_empty(), "rm is installed here: {rm:?}");
         let denied = [rm];
         let real = denied[0].files[0].0.display().to_string();
-        assert!(forbidding(&denied, &started(&real, &["rm", "x"])).is_some());
+        assert!(forbidding(&denied, &Known::default(), &started(&real, &["rm", "x"])).is_some());
         // Through the loader, with its options.
         let via_loader = started(
             "/lib64/ld-linux-x86-64.so.2",
             &["/lib64/ld-linux-x86-64.so.2", "--argv0", "x", &real, "v"],
         );
-        assert!(forbidding(&denied, &via_loader).is_some());
+        assert!(forbidding(&denied, &Known::default(), &via_loader).is_some());
         // Any program through the loader: what it opens cannot be checked.
         let other = started(
             "/lib64/ld-linux-x86-64.so.2",
             &["/lib64/ld-linux-x86-64.so.2", "/bin/true"],
         );
-        assert!(forbidding(&denied, &other).is_some());
+        assert!(forbidding(&denied, &Known::default(), &other).is_some());
         let list = started(
             "/lib64/ld-linux-x86-64.so.2",
             &["/lib64/ld-linux-x86-64.so.2", "--list", "/bin/true"],
         );
-        assert!(forbidding(&denied, &list).is_none());
+        assert!(forbidding(&denied, &Known::default(), &list).is_none());
         // As a busybox applet, either way.
-        assert!(forbidding(&denied, &started("/bin/busybox", &["rm", "v"])).is_some());
-        assert!(forbidding(&denied, &started("/bin/busybox", &["busybox", "rm", "v"])).is_some());
-        assert!(forbidding(&denied, &started("/bin/busybox", &["busybox", "ls"])).is_none());
+        assert!(
+            forbidding(
+                &denied,
+                &Known::default(),
+                &started("/bin/busybox", &["rm", "v"])
+            )
+            .is_some()
+        );
+        assert!(
+            forbidding(
+                &denied,
+                &Known::default(),
+                &started("/bin/busybox", &["busybox", "rm", "v"])
+            )
+            .is_some()
+        );
+        // Busybox does not run at all: its shell runs its applets inside itself.
+        let why = forbidding(
+            &denied,
+            &Known::default(),
+            &started("/bin/busybox", &["busybox", "ls"]),
+        );
+        assert!(why.is_some_and(|(_, shown)| shown.contains("inside itself")));
         // Another program is not.
-        assert!(forbidding(&denied, &started("/usr/bin/true", &["true"])).is_none());
+        assert!(
+            forbidding(
+                &denied,
+                &Known::default(),
+                &started("/usr/bin/true", &["true"])
+            )
+            .is_none()
+        );
     }
 
     #[test]
@@ -376,8 +564,22 @@ mod tests {
         std::fs::copy("/bin/true", &copy).unwrap_or_else(|e| panic!("{e}"));
         let denied = [Denied::new("/bin/true now", None).unwrap_or_else(|| panic!())];
         let copy_text = copy.display().to_string();
-        assert!(forbidding(&denied, &started(&copy_text, &["innocent", "now", "x"])).is_some());
-        assert!(forbidding(&denied, &started(&copy_text, &["innocent", "later"])).is_none());
+        assert!(
+            forbidding(
+                &denied,
+                &Known::default(),
+                &started(&copy_text, &["innocent", "now", "x"])
+            )
+            .is_some()
+        );
+        assert!(
+            forbidding(
+                &denied,
+                &Known::default(),
+                &started(&copy_text, &["innocent", "later"])
+            )
+            .is_none()
+        );
         // A file of the same size but other content is not.
         let other = dir.path().join("other");
         let mut bytes = std::fs::read("/bin/true").unwrap_or_default();
@@ -386,6 +588,56 @@ mod tests {
         }
         std::fs::write(&other, bytes).unwrap_or_else(|e| panic!("{e}"));
         let other_text = other.display().to_string();
-        assert!(forbidding(&denied, &started(&other_text, &["other", "now"])).is_none());
+        assert!(
+            forbidding(
+                &denied,
+                &Known::default(),
+                &started(&other_text, &["other", "now"])
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn the_loader_and_busybox_are_known_by_content_whatever_their_name() {
+        let known = Known::find(Some("/usr/bin:/bin".as_ref()));
+        assert!(!known.loaders.is_empty(), "a loader is found: {known:?}");
+        let denied =
+            [Denied::new("rm", Some("/usr/bin:/bin".as_ref())).unwrap_or_else(|| panic!())];
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let copy = dir.path().join("x");
+        std::fs::copy(&known.loaders[0].path, &copy).unwrap_or_else(|e| panic!("{e}"));
+        let open = std::fs::File::open(&copy).ok();
+        let run = |argv: &[&str]| Started {
+            exe: open.as_ref().and_then(|f| f.try_clone().ok()),
+            exe_path: copy.clone(),
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+        };
+        let why = forbidding(&denied, &known, &run(&["x", "/bin/true"]));
+        assert!(why.is_some_and(|(_, shown)| shown.contains("dynamic loader")));
+        assert!(forbidding(&denied, &known, &run(&["x", "--list", "/bin/true"])).is_none());
+        // Without knowing the loaders, only its name would tell.
+        assert!(forbidding(&denied, &Known::default(), &run(&["x", "/bin/true"])).is_none());
+        // A copy of busybox, run as anything.
+        if let Some(busybox) = known.busyboxes.first() {
+            let bb = dir.path().join("bb");
+            std::fs::copy(&busybox.path, &bb).unwrap_or_else(|e| panic!("{e}"));
+            let started = Started {
+                exe: std::fs::File::open(&bb).ok(),
+                exe_path: bb.clone(),
+                argv: vec!["ls".into()],
+            };
+            let why = forbidding(&denied, &known, &started);
+            assert!(why.is_some_and(|(_, shown)| shown.contains("busybox")));
+        }
+        // Another program, copied and renamed, is not.
+        let other = dir.path().join("ld-other.bin");
+        std::fs::copy("/bin/true", &other).unwrap_or_else(|e| panic!("{e}"));
+        let started = Started {
+            exe: std::fs::File::open(&other).ok(),
+            exe_path: other.clone(),
+            argv: vec!["other".into(), "/bin/true".into()],
+        };
+        assert!(forbidding(&denied, &known, &started).is_none());
     }
 }

@@ -11,7 +11,7 @@
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStrExt;
 
-use super::exec_guard::{Denied, Started, forbidding};
+use super::exec_guard::{Denied, Known, Started, forbidding};
 
 /// The signals a terminal sends, which the tracer leaves to the program.
 pub(super) const TERMINAL_SIGNALS: [i32; 6] = [
@@ -44,6 +44,7 @@ pub(super) fn run(
         .iter()
         .filter_map(|r| Denied::new(r, path.as_deref()))
         .collect();
+    let known = Known::find(path.as_deref());
     let Some(argv) = c_strings(program) else {
         eprintln!("oi-tui sandbox: the program's arguments hold a NUL byte");
         return exited(2);
@@ -100,7 +101,7 @@ pub(super) fn run(
         }
         return exited(126);
     }
-    trace(child, &denied)
+    trace(child, &denied, &known)
 }
 
 pub(super) fn c_strings(args: &[OsString]) -> Option<Vec<CString>> {
@@ -129,7 +130,7 @@ fn seize(child: i32) -> Result<(), std::io::Error> {
 }
 
 /// The event loop: until the program itself ends; returns its wait status.
-fn trace(child: i32, denied: &[Denied]) -> i32 {
+fn trace(child: i32, denied: &[Denied], known: &Known) -> i32 {
     let mut started = false;
     loop {
         let mut status = 0;
@@ -158,7 +159,7 @@ fn trace(child: i32, denied: &[Denied]) -> i32 {
                 // The program itself starting is oi-tui's doing, not a block's.
                 if pid == child && !started {
                     started = true;
-                } else if let Some((rule, program)) = forbidding(denied, &Started::of(pid)) {
+                } else if let Some((rule, program)) = forbidding(denied, known, &Started::of(pid)) {
                     // SAFETY: kills a traced process in its exec stop: it never runs.
                     unsafe { libc::kill(pid, libc::SIGKILL) };
                     say(&format!(

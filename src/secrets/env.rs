@@ -220,6 +220,21 @@ mod tests {
             "SSH_ASKPASS",
             // The rest of a name still counts.
             "PASSWORD_STORE_KEY",
+            // Short words, as whole parts of a name.
+            "MYSQL_PWD",
+            "DB_PWD",
+            "GH_PAT",
+            "GITHUB_PAT",
+            "SMTP_PW",
+            "SENTRY_DSN",
+            // Anywhere in a name.
+            "SLACK_WEBHOOK",
+            "DISCORD_WEBHOOK_URL",
+            "CI_JOB_JWT",
+            "SALT",
+            "AUTH_SALT_V2",
+            "SIGNING_PRIVATE",
+            "GPG_PRIVATE_KEY",
         ] {
             assert!(is_secret_name(name), "{name}");
         }
@@ -241,6 +256,19 @@ mod tests {
             "PATH",
             "HOME",
             "CLASSPATH",
+            // The working directory, and the one before.
+            "PWD",
+            "OLDPWD",
+            "TERM",
+            "LANG",
+            "SHELL",
+            "USER",
+            "DISPLAY",
+            // `PAT`, `PW` and `DSN` only as whole parts.
+            "PATCH_LEVEL",
+            "GIT_PAGER",
+            "PWRAP",
+            "SESSION_MANAGER",
         ] {
             assert!(!is_secret_name(name), "{name}");
         }
@@ -258,15 +286,37 @@ mod tests {
             ("REDIS", "redis://:pw@h1:6379/0"),
             ("PUBLIC_URL", "https://user@example.org:8080/@scope/x"),
             ("MIRROR", "https://example.org/a:b@c"),
+            ("PWD", "/home/a/project"),
+            ("OLDPWD", "/home/a"),
+            ("TERM", "xterm-256color"),
+            (
+                "GIT_CONFIG_VALUE_0",
+                "Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+            ),
+            (
+                "GIT_CONFIG_PARAMETERS",
+                "'http.https://example.org/.extraheader'='AUTHORIZATION: basic dXNlcjpwYXNzd29yZA=='",
+            ),
+            ("GIT_CONFIG_COUNT", "1"),
+            ("DEPLOY", "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"),
+            ("BOT", "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOp"),
+            (
+                "CONN",
+                "Server=db;Database=app;User Id=sa;Password=Hunter2!;",
+            ),
         ]);
         let kept = kernel_env(env, &EnvSettings::default(), None);
         assert_eq!(
             names(&kept),
             [
                 "GIT_AUTHOR_NAME",
+                "GIT_CONFIG_COUNT",
                 "MIRROR",
+                "OLDPWD",
                 "PATH",
                 "PUBLIC_URL",
+                "PWD",
+                "TERM",
                 "XAUTHORITY"
             ]
         );

@@ -23,7 +23,16 @@ const SECRET_WORDS: &[&str] = &[
     "CREDENTIAL",
     "AUTH",
     "COOKIE",
+    "WEBHOOK",
+    "JWT",
+    "SALT",
+    "PRIVATE",
 ];
+
+/// Short words that mark a name as a secret's only as a whole part of it (between `_`s or
+/// at an end: `MYSQL_PWD`, `GH_PAT`, `SMTP_PW`, `SENTRY_DSN`), since as mere letters they
+/// are in ordinary names (`PATH`, `PWRAP`). `PWD` alone, the working directory, is none.
+const SECRET_PARTS: &[&str] = &["PWD", "PW", "PAT", "DSN"];
 
 /// Parts of names that hold a secret word without naming a secret, each with the
 /// continuations that make it one after all. These parts are blanked out before the words
@@ -60,21 +69,32 @@ pub fn is_secret_name(name: &str) -> bool {
         }
     }
     SECRET_WORDS.iter().any(|w| upper.contains(w))
+        || (upper != "PWD"
+            && upper
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|part| SECRET_PARTS.contains(&part)))
 }
 
-/// Whether a variable is a secret: by its name, or by a password in a URL of its value.
+/// Whether a variable is a secret: by its name, by a password in a URL of its value, or by
+/// a secret's shape in its value (see `shaped_secrets`).
 pub fn is_secret(name: &str, value: &str) -> bool {
-    is_secret_name(name) || !url_passwords(value).is_empty()
+    is_secret_name(name) || !url_passwords(value).is_empty() || !shaped_secrets(value).is_empty()
 }
 
 /// What to redact of a variable: its whole value when it is a secret, and each password of
 /// a URL in it, as written and percent-decoded (as a program that uses it has it).
 pub fn secret_values(name: &str, value: &str) -> Vec<String> {
     let passwords = url_passwords(value);
-    if passwords.is_empty() && !is_secret_name(name) {
+    let shaped = shaped_secrets(value);
+    if passwords.is_empty() && shaped.is_empty() && !is_secret_name(name) {
         return Vec::new();
     }
     let mut out = vec![value.to_string()];
+    for piece in shaped {
+        if piece != value {
+            out.push(piece.to_string());
+        }
+    }
     for password in passwords {
         let decoded = percent_decoded(password);
         if decoded != password {
@@ -115,6 +135,137 @@ pub fn url_passwords(value: &str) -> Vec<&str> {
         }
     }
     out
+}
+
+/// The secrets in `value` by their shape, whatever the variable's name: well-known token
+/// formats (GitHub's `ghp_…` and `github_pat_…`, Slack's `xoxb-…`, an AWS key id `AKIA…`, a
+/// JWT `eyJ….eyJ….…`), a PEM private key, a `Password=` or `Pwd=` of a connection string, and
+/// the credentials of an `Authorization:` header (as `GIT_CONFIG_VALUE_0` or
+/// `GIT_CONFIG_PARAMETERS` give git `http.extraHeader`). Each as written in `value`.
+pub fn shaped_secrets(value: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let lower = value.to_ascii_lowercase();
+    let token_char = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+    // Where a token may start: not inside a word.
+    let starts_word = |at: usize| at == 0 || !token_char(value.as_bytes()[at - 1]);
+    let run = |from: usize, ok: &dyn Fn(u8) -> bool| {
+        value.as_bytes()[from..]
+            .iter()
+            .take_while(|&&c| ok(c))
+            .count()
+    };
+    for prefix in ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"] {
+        for (at, _) in value
+            .match_indices(prefix)
+            .filter(|(at, _)| starts_word(*at))
+        {
+            let len = run(at + prefix.len(), &|c| c.is_ascii_alphanumeric());
+            if len >= 30 {
+                push(&mut out, &value[at..at + prefix.len() + len]);
+            }
+        }
+    }
+    for (at, _) in value
+        .match_indices("github_pat_")
+        .filter(|(at, _)| starts_word(*at))
+    {
+        let len = run(at + 11, &|c| c.is_ascii_alphanumeric() || c == b'_');
+        if len >= 22 {
+            push(&mut out, &value[at..at + 11 + len]);
+        }
+    }
+    for (at, _) in value
+        .match_indices("xox")
+        .filter(|(at, _)| starts_word(*at))
+    {
+        let bytes = &value.as_bytes()[at..];
+        if bytes.len() > 5 && b"abposr".contains(&bytes[3]) && bytes[4] == b'-' {
+            let len = run(at + 5, &|c| c.is_ascii_alphanumeric() || c == b'-');
+            if len >= 10 {
+                push(&mut out, &value[at..at + 5 + len]);
+            }
+        }
+    }
+    for prefix in ["AKIA", "ASIA"] {
+        for (at, _) in value
+            .match_indices(prefix)
+            .filter(|(at, _)| starts_word(*at))
+        {
+            let len = run(at + 4, &|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+            let after = value.as_bytes().get(at + 4 + len).copied();
+            if len == 16 && !after.is_some_and(token_char) {
+                push(&mut out, &value[at..at + 20]);
+            }
+        }
+    }
+    for (at, _) in value
+        .match_indices("eyJ")
+        .filter(|(at, _)| starts_word(*at))
+    {
+        let part = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+        let header = 3 + run(at + 3, &part);
+        if value[at + header..].starts_with(".eyJ") {
+            let payload = header + 4 + run(at + header + 4, &part);
+            if value[at + payload..].starts_with('.') {
+                let signature = payload + 1 + run(at + payload + 1, &part);
+                push(&mut out, &value[at..at + signature]);
+            }
+        }
+    }
+    for (at, _) in value.match_indices("-----BEGIN ") {
+        let rest = &value[at + 11..];
+        let Some(label_end) = rest.find("-----") else {
+            continue;
+        };
+        if rest[..label_end].ends_with("PRIVATE KEY") {
+            let end = rest[label_end + 5..]
+                .find("-----END ")
+                .and_then(|e| {
+                    let from = label_end + 5 + e + 9;
+                    rest[from..].find("-----").map(|f| from + f + 5)
+                })
+                .unwrap_or(rest.len());
+            push(&mut out, &value[at..at + 11 + end]);
+        }
+    }
+    for key in ["password=", "pwd="] {
+        for (at, _) in lower.match_indices(key) {
+            let before = lower.as_bytes()[..at].last().copied();
+            if !before.is_none_or(|c| c == b';' || c.is_ascii_whitespace()) {
+                continue;
+            }
+            let from = at + key.len();
+            let len = run(from, &|c| c != b';' && !c.is_ascii_whitespace());
+            push(&mut out, &value[from..from + len]);
+        }
+    }
+    for (at, _) in lower.match_indices("authorization:") {
+        let after = &value[at + 14..];
+        let scheme_at = after.len() - after.trim_start().len();
+        let scheme = after[scheme_at..]
+            .bytes()
+            .take_while(u8::is_ascii_alphabetic)
+            .count();
+        let rest = &after[scheme_at + scheme..];
+        let gap = rest.len() - rest.trim_start().len();
+        if scheme == 0 || gap == 0 {
+            continue;
+        }
+        let credentials: &str = &rest[gap..];
+        let len = credentials
+            .find(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | ';' | ','))
+            .unwrap_or(credentials.len());
+        push(&mut out, &credentials[..len]);
+    }
+    out
+}
+
+/// Adds a piece of a value, once (trimmed; an empty one is no secret).
+fn push<'a>(out: &mut Vec<&'a str>, piece: &'a str) {
+    let piece = piece.trim();
+    if !piece.is_empty() && !out.contains(&piece) {
+        out.push(piece);
+    }
 }
 
 /// Whether `before` ends with a URL scheme: a letter, then letters, digits, `+`, `-`, `.`.
@@ -192,5 +343,72 @@ mod tests {
         assert!(!is_secret("ANY", "postgres://u@h"));
         assert_eq!(percent_decoded("a%41%zz%"), "aA%zz%");
         assert_eq!(percent_decoded("%ff"), "%ff");
+    }
+
+    #[test]
+    fn values_shaped_like_secrets_are_secrets_whatever_the_name() {
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+        let pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n";
+        let cases: &[(&str, bool)] = &[
+            ("ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", true),
+            ("gho_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", true),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123",
+                true,
+            ),
+            ("xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOp", true),
+            ("xoxp-1234567890-0987654321-AbCdEf", true),
+            ("AKIAIOSFODNN7EXAMPLE", true),
+            ("id=AKIAIOSFODNN7EXAMPLE,region=x", true),
+            (jwt, true),
+            ("Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln", true),
+            (pem, true),
+            ("-----BEGIN RSA PRIVATE KEY-----", true),
+            ("-----BEGIN PRIVATE KEY-----\nMIIE", true),
+            ("Server=db;Database=app;User Id=sa;Password=Hunter2!;", true),
+            ("Driver={x};Server=h;Uid=u;Pwd=s3cret", true),
+            ("host=h password=pw", true),
+            ("Authorization: Bearer 9f8e7d6c5b4a", true),
+            (
+                "'http.extraheader'='AUTHORIZATION: basic dXNlcjpwYXNz'",
+                true,
+            ),
+            ("authorization:Bearer abc", true),
+            // Negatives: ordinary values.
+            ("/usr/local/bin:/usr/bin:/bin", false),
+            ("/home/a/project", false),
+            ("xterm-256color", false),
+            ("en_US.UTF-8", false),
+            ("ghp_short", false),
+            ("the ghp_ prefix", false),
+            ("xoxb-", false),
+            ("AKIA", false),
+            ("AKIAIOSFODNN7EXAMPLEX", false),
+            ("eyJhbGciOiJIUzI1NiJ9", false),
+            ("-----BEGIN CERTIFICATE-----\nMIIB", false),
+            ("-----BEGIN PUBLIC KEY-----", false),
+            ("Server=db;Database=app;Trusted_Connection=yes", false),
+            ("--password-file=/run/pw", false),
+            ("PasswordAuthentication=no", false),
+            ("Authorization", false),
+            ("http.extraHeader", false),
+            ("", false),
+        ];
+        for (value, secret) in cases {
+            assert_eq!(is_secret("ANY", value), *secret, "{value:?}");
+            assert_eq!(
+                !secret_values("ANY", value).is_empty(),
+                *secret,
+                "{value:?}"
+            );
+        }
+        // The token itself is redacted too, wherever it stands.
+        let values = secret_values("ANY", "id=AKIAIOSFODNN7EXAMPLE,region=x");
+        assert!(
+            values.iter().any(|v| v == "AKIAIOSFODNN7EXAMPLE"),
+            "{values:?}"
+        );
+        let values = secret_values("ANY", "Server=h;Password=Hunter2!;Db=x");
+        assert!(values.iter().any(|v| v == "Hunter2!"), "{values:?}");
     }
 }

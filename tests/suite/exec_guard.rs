@@ -57,6 +57,23 @@ async fn a_denied_program_is_stopped_as_it_starts_however_it_was_spelled() {
             "printf '#!/bin/rm\\n' > s.sh && chmod +x s.sh && ./s.sh v-shebang".to_string(),
         ),
         ("env", "env rm v-env".to_string()),
+        // The loader and busybox are known by their content, whatever their name or argv[0].
+        (
+            "loader-copy",
+            format!("cp {} ./ld && ./ld /bin/rm v-loader-copy", loader()),
+        ),
+        (
+            "busybox-copy-argv0",
+            "cp \"$(command -v busybox)\" ./bb && python3 -c \"import os; os.execv('./bb', ['rm', 'v-busybox-copy-argv0'])\""
+                .to_string(),
+        ),
+        (
+            "busybox-copy-exec-a",
+            "cp \"$(command -v busybox)\" ./bb2 && bash -c 'exec -a rm ./bb2 v-busybox-copy-exec-a'"
+                .to_string(),
+        ),
+        // Its shell runs its applets inside itself: no exec to check.
+        ("busybox-sh", "busybox sh -c 'rm v-busybox-sh'".to_string()),
     ];
     for backend in BACKENDS {
         let layout = Layout::new();
@@ -70,6 +87,12 @@ async fn a_denied_program_is_stopped_as_it_starts_however_it_was_spelled() {
                 all.contains("the deny rule `rm` forbids it"),
                 "{backend} {way}: the rule is named:\n{all}"
             );
+            if way.starts_with("busybox") {
+                assert!(
+                    all.contains("busybox") && all.contains("inside itself"),
+                    "{backend} {way}: the message says why busybox cannot run:\n{all}"
+                );
+            }
             assert!(
                 all.contains("AFTER-"),
                 "{backend} {way}: the shell went on:\n{all}"
