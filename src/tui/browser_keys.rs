@@ -9,7 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::app::{App, Busy, Effect};
 use super::browser::{Mode, Request};
-use super::keymap::Action;
+use super::keymap::{Action, BROWSER_SECTION};
 
 impl App {
     /// Keys while the browser is open; `action` is what the keymap makes of `key` there.
@@ -26,8 +26,12 @@ impl App {
         let mode = browser.mode.clone();
         match action {
             Some(Action::Help) => {
+                // At the browser's keys.
                 self.help = true;
-                self.help_scroll = 0;
+                self.help_scroll = super::bars::help_lines(self)
+                    .iter()
+                    .position(|l| l.spans.iter().any(|s| s.content == BROWSER_SECTION))
+                    .unwrap_or(0);
             }
             Some(Action::Read) => {
                 if let Some(preview) = &browser.preview {

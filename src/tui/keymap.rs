@@ -133,6 +133,9 @@ pub enum When {
     BrowserRenaming,
 }
 
+/// The help's section of the session browser's keys.
+pub const BROWSER_SECTION: &str = "In the session browser";
+
 /// What the session browser shows, for the keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BrowserState {
@@ -559,7 +562,7 @@ impl Keymap {
             | When::BrowserReading
             | When::BrowserConfirmDelete
             | When::BrowserConfirmResume
-            | When::BrowserRenaming => "In the session browser",
+            | When::BrowserRenaming => BROWSER_SECTION,
         };
         let order = [
             When::Decision,

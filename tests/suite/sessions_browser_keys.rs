@@ -269,9 +269,17 @@ fn the_hint_line_and_the_help_name_the_browser_keys() {
     }
     app.update(key(KeyCode::F(1)));
     assert!(app.help, "F1 shows the keys in the browser too");
-    let screen = text(&draw(&app, 120, 60));
-    assert!(screen.contains("In the session browser"), "{screen}");
-    assert!(screen.contains("Ctrl-R"), "{screen}");
+    // At the browser's keys, even on a small screen.
+    for (width, height) in [(80, 24), (120, 60)] {
+        let screen = text(&draw(&app, width, height));
+        assert!(screen.contains("In the session browser"), "{screen}");
+        assert!(screen.contains("Ctrl-R"), "{screen}");
+    }
+    app.update(key(KeyCode::Esc));
+    assert!(
+        !app.help && app.browser.is_some(),
+        "Esc closes the help only"
+    );
 }
 
 #[test]
