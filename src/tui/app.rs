@@ -321,6 +321,8 @@ impl App {
                 || (self.focus == Focus::Terminal && !running),
             terminal: self.focus == Focus::Terminal,
             running_elsewhere: running && self.focus != Focus::Terminal,
+            browser: self.browser.as_ref().map(|b| b.mode.state()),
+            browser_searched: self.browser.as_ref().is_some_and(|b| !b.query.is_empty()),
         }
     }
 

@@ -1,8 +1,10 @@
-//! The session browser (Ctrl-O, /sessions, `--sessions`): sessions newest first, typing
-//! searches (FTS; Ctrl-U clears it), a preview of the selected one (at the first match, with
-//! the matches highlighted), Enter opens it read-only at the first match, `r` resumes, `x`
-//! exports Markdown, `d` deletes (after asking), `R` renames. Renaming and deleting keep the
-//! selection where it was (on the renamed session; on the next one after a delete).
+//! The session browser (Ctrl-O, /sessions, `--sessions`): sessions newest first; every
+//! printable key types into the search (FTS; Backspace edits it, Esc or Ctrl-U clears it), a
+//! preview of the selected one (at the first match, with the matches highlighted). The
+//! actions are on keys no search types (see `bindings.rs`): Enter reads the session at the
+//! first match, Ctrl-R resumes, Ctrl-E exports Markdown, Ctrl-D deletes (after asking), F2
+//! renames. Renaming and deleting keep the selection where it was (on the renamed session; on
+//! the next one after a delete).
 //!
 //! The store is read on a worker thread of its own; requests go out, replies come back as
 //! messages, so the UI task never waits on the disk.
@@ -140,13 +142,30 @@ fn answer(store: &Store, request: Request) -> Reply {
 /// What the browser is doing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
+    /// The list; printable keys go to the search box.
     List,
-    /// Keys go to the search box.
-    Searching,
     /// Reading one session, scrolled this many lines.
     Viewing(usize),
+    /// Asking whether to delete the selected session.
     ConfirmDelete,
+    /// Asking whether to resume the selected session although a block waits (or runs) in
+    /// this one.
+    ConfirmResume,
     Renaming(String),
+}
+
+impl Mode {
+    /// The mode as the keymap sees it.
+    pub fn state(&self) -> super::keymap::BrowserState {
+        use super::keymap::BrowserState as S;
+        match self {
+            Mode::List => S::List,
+            Mode::Viewing(_) => S::Reading,
+            Mode::ConfirmDelete => S::ConfirmDelete,
+            Mode::ConfirmResume => S::ConfirmResume,
+            Mode::Renaming(_) => S::Renaming,
+        }
+    }
 }
 
 /// The browser's state.
@@ -203,6 +222,44 @@ impl Browser {
     pub fn clear_search(&mut self) {
         self.query.clear();
         self.search();
+    }
+
+    /// A printable key: into the title being typed, else into the search (from wherever the
+    /// browser was: reading a session, or asked a question, which the key answers no).
+    pub fn type_char(&mut self, c: char) {
+        match &mut self.mode {
+            Mode::Renaming(title) => title.push(c),
+            mode => {
+                if matches!(mode, Mode::ConfirmDelete | Mode::ConfirmResume) {
+                    self.message = Some(answered_no(mode));
+                }
+                self.mode = Mode::List;
+                self.query.push(c);
+                self.search();
+            }
+        }
+    }
+
+    /// Backspace: the title's or the search's last character.
+    pub fn erase(&mut self) {
+        match &mut self.mode {
+            Mode::Renaming(title) => {
+                title.pop();
+            }
+            _ => {
+                if self.query.pop().is_some() {
+                    self.search();
+                }
+            }
+        }
+    }
+
+    /// No to the question asked, if one is (Esc, or any key that does not answer it).
+    pub fn answer_no(&mut self) {
+        if matches!(self.mode, Mode::ConfirmDelete | Mode::ConfirmResume) {
+            self.message = Some(answered_no(&self.mode));
+            self.mode = Mode::List;
+        }
     }
 
     pub fn search(&mut self) {
@@ -288,5 +345,13 @@ impl Browser {
                 self.message = Some(message);
             }
         }
+    }
+}
+
+/// What the browser says after a question was answered no.
+fn answered_no(mode: &Mode) -> String {
+    match mode {
+        Mode::ConfirmResume => "not resumed: this session goes on".into(),
+        _ => "kept: nothing was deleted".into(),
     }
 }

@@ -1,13 +1,14 @@
 //! Drawing the session browser: the search box, the list (rows shortened at a word, with
 //! `…`; a session not in the store whole marked `incomplete`), the preview (or the session
-//! being read) at the first match of the search with the matches highlighted, and the keys.
+//! being read) at the first match of the search with the matches highlighted, the question
+//! being asked (delete? resume over a waiting block?), and the keys, from the bindings table.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::Modifier;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::app::App;
@@ -34,18 +35,25 @@ pub fn draw(frame: &mut Frame, app: &App, browser: &Browser, area: Rect) {
     } else {
         format!("{} matching", browser.rows.len())
     };
-    let search = Line::from(vec![
+    let mut search = vec![
         Span::styled("search: ", app.theme.muted),
         Span::styled(visible(&browser.query), app.theme.text),
         Span::styled(
-            if browser.mode == Mode::Searching {
+            if browser.mode == Mode::List {
                 "▏"
             } else {
                 ""
             },
             app.theme.focus,
         ),
-    ]);
+    ];
+    if browser.query.is_empty() {
+        search.push(Span::styled(
+            "type to search messages, code and output",
+            app.theme.muted,
+        ));
+    }
+    let search = Line::from(search);
     frame.render_widget(
         Paragraph::new(search).block(border(format!(" Sessions · {count} "), true)),
         rows[0],
@@ -75,20 +83,96 @@ pub fn draw(frame: &mut Frame, app: &App, browser: &Browser, area: Rect) {
         draw_transcript(frame, app, browser, body[1], None);
     }
 
-    let footer = match &browser.mode {
-        Mode::List => "/ search · ↑↓ PgUp PgDn move · Enter read · r resume · x export Markdown · d delete · R rename · Esc close".to_string(),
-        Mode::Searching => "typing searches messages, code and output · Enter or ↓ goes to the results · Esc clears".to_string(),
-        Mode::Viewing(_) => "↑↓ PgUp PgDn scroll · r resume · Esc back".to_string(),
-        Mode::ConfirmDelete => "Delete this session for good? y deletes, any other key keeps it".to_string(),
-        Mode::Renaming(title) => format!("new title: {}▏ (Enter saves, Esc cancels)", visible(title)),
+    // The keys that work now, from the bindings table, after what there is to say.
+    let lead = match &browser.mode {
+        Mode::Renaming(title) => Some(format!("new title: {}▏", visible(title))),
+        Mode::List => browser.message.clone(),
+        _ => None,
     };
-    let footer = match &browser.message {
-        Some(m) if browser.mode == Mode::List => format!("{m} · {footer}"),
-        _ => footer,
-    };
+    let hints = app.keymap.hints(&app.ctx());
+    let mut spans = Vec::new();
+    let mut width = rows[2].width as usize;
+    if let Some(lead) = lead {
+        let lead = shorten(&lead, width / 2);
+        width = width.saturating_sub(lead.width() + 3);
+        spans.push(Span::styled(lead, app.theme.text));
+        spans.push(Span::styled(" · ", app.theme.muted));
+    }
+    spans.extend(super::bars::hint_line(app, &hints, width).spans);
     frame.render_widget(
-        Paragraph::new(Line::styled(footer, app.theme.status)).style(app.theme.status),
+        Paragraph::new(Line::from(spans)).style(app.theme.status),
         rows[2],
+    );
+    if matches!(browser.mode, Mode::ConfirmDelete | Mode::ConfirmResume) {
+        draw_question(frame, app, browser, area, &hints);
+    }
+}
+
+/// The question the browser asks, in a box over it: what it is about, and the keys that
+/// answer it (from the bindings table).
+fn draw_question(
+    frame: &mut Frame,
+    app: &App,
+    browser: &Browser,
+    area: Rect,
+    hints: &[(String, &'static str)],
+) {
+    let session = browser
+        .rows
+        .get(browser.selected)
+        .map(|r| format!("“{}” ({})", visible(&r.session.title), r.session.id))
+        .unwrap_or_default();
+    let warning = app.theme.warning.add_modifier(Modifier::BOLD);
+    let (title, mut lines) = if browser.mode == Mode::ConfirmDelete {
+        (
+            " Delete? ",
+            vec![Line::styled(
+                format!("Delete the session {session} for good?"),
+                warning,
+            )],
+        )
+    } else {
+        let what = match &app.pending {
+            Some(p) => format!(
+                "Block {} waits for your decision in this session: resuming leaves it \
+                 undecided, and it will not run (it is skipped).",
+                p.block.id
+            ),
+            None => "A block is running in this session: resuming stops it.".to_string(),
+        };
+        (
+            " Resume? ",
+            vec![
+                Line::styled(what, warning),
+                Line::styled(format!("Resume the session {session}?"), app.theme.text),
+            ],
+        )
+    };
+    lines.push(Line::default());
+    let keys = hints
+        .iter()
+        .filter(|(_, what)| *what != "help")
+        .map(|(key, what)| format!("{key}: {what}"))
+        .collect::<Vec<_>>()
+        .join(" · ");
+    lines.push(Line::styled(keys, app.theme.key));
+    lines.push(Line::styled(
+        "Any other key answers no; what you type goes to the search.",
+        app.theme.muted,
+    ));
+    let width = area.width.saturating_sub(4).min(72);
+    let inner = width.saturating_sub(2).max(1) as usize;
+    let height: usize = lines
+        .iter()
+        .map(|l| l.width().div_ceil(inner).max(1) + usize::from(l.width() > inner))
+        .sum();
+    let r = super::view::centered(area, width, height as u16 + 2);
+    frame.render_widget(Clear, r);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: true })
+            .block(pane_block(app, title, true)),
+        r,
     );
 }
 

@@ -58,6 +58,27 @@ pub enum Action {
     ViewImage,
     /// The image in the system viewer.
     OpenImage,
+    // The session browser.
+    /// Read the selected session.
+    Read,
+    /// Continue the selected session (asks first when a block waits or runs).
+    Resume,
+    /// Delete the selected session (asks first).
+    Delete,
+    /// Write the selected session as Markdown.
+    Export,
+    /// Give the selected session a new title.
+    Rename,
+    /// Yes to the browser's question (delete, resume); save the new title.
+    Confirm,
+    /// Back: clear the search, then close; stop reading; no to a question; cancel.
+    Back,
+    /// Empty the search.
+    ClearSearch,
+    /// Erase the last character (of the search, of the title).
+    Erase,
+    /// Printable keys type into the search: a row for the help, with no key of its own.
+    TypeSearch,
 }
 
 /// Where an action applies.
@@ -93,6 +114,36 @@ pub enum When {
     Terminal,
     /// A block runs and the terminal pane does not have focus.
     RunningElsewhere,
+    /// The session browser is open, whatever it shows. The browser has the keyboard: none
+    /// of the rows above apply while it is open, and its rows apply nowhere else.
+    Browser,
+    /// The browser's list and its search (every printable key types into the search).
+    BrowserList,
+    /// The browser's list, with something in the search.
+    BrowserSearched,
+    /// The browser's list or a session read in it: the actions on the selected session.
+    BrowserSession,
+    /// A session is read in the browser.
+    BrowserReading,
+    /// The browser asks whether to delete the selected session.
+    BrowserConfirmDelete,
+    /// The browser asks whether to resume, although a block waits (or runs) here.
+    BrowserConfirmResume,
+    /// The browser takes a new title for the selected session.
+    BrowserRenaming,
+}
+
+/// The help's section of the session browser's keys.
+pub const BROWSER_SECTION: &str = "In the session browser";
+
+/// What the session browser shows, for the keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrowserState {
+    List,
+    Reading,
+    ConfirmDelete,
+    ConfirmResume,
+    Renaming,
 }
 
 /// The state the keys are read in.
@@ -113,10 +164,17 @@ pub struct Ctx {
     pub scrolling: bool,
     pub terminal: bool,
     pub running_elsewhere: bool,
+    /// The session browser is open, showing this.
+    pub browser: Option<BrowserState>,
+    /// The browser's search is not empty.
+    pub browser_searched: bool,
 }
 
 impl When {
     pub fn holds(self, ctx: &Ctx) -> bool {
+        if let Some(state) = ctx.browser {
+            return self.holds_in_browser(state, ctx.browser_searched);
+        }
         match self {
             When::Always => true,
             When::Decision => ctx.decision,
@@ -132,7 +190,45 @@ impl When {
             When::Scrolling => ctx.scrolling,
             When::Terminal => ctx.terminal,
             When::RunningElsewhere => ctx.running_elsewhere,
+            When::Browser
+            | When::BrowserList
+            | When::BrowserSearched
+            | When::BrowserSession
+            | When::BrowserReading
+            | When::BrowserConfirmDelete
+            | When::BrowserConfirmResume
+            | When::BrowserRenaming => false,
         }
+    }
+
+    fn holds_in_browser(self, state: BrowserState, searched: bool) -> bool {
+        use BrowserState as S;
+        match self {
+            When::Browser => true,
+            When::BrowserList => state == S::List,
+            When::BrowserSearched => state == S::List && searched,
+            When::BrowserSession => matches!(state, S::List | S::Reading),
+            When::BrowserReading => state == S::Reading,
+            When::BrowserConfirmDelete => state == S::ConfirmDelete,
+            When::BrowserConfirmResume => state == S::ConfirmResume,
+            When::BrowserRenaming => state == S::Renaming,
+            _ => false,
+        }
+    }
+
+    /// One of the browser's contexts.
+    fn in_browser(self) -> bool {
+        matches!(
+            self,
+            When::Browser
+                | When::BrowserList
+                | When::BrowserSearched
+                | When::BrowserSession
+                | When::BrowserReading
+                | When::BrowserConfirmDelete
+                | When::BrowserConfirmResume
+                | When::BrowserRenaming
+        )
     }
 }
 
@@ -290,10 +386,22 @@ impl Default for Keymap {
 /// Contexts in which two actions may not share a key: any two of these can hold at once.
 fn overlap(a: When, b: When) -> bool {
     use When::*;
+    let pair = |x: When, y: When| (a == x && b == y) || (a == y && b == x);
+    // The browser has the keyboard while it is open; its contexts meet only each other.
+    if a.in_browser() || b.in_browser() {
+        return a.in_browser()
+            && b.in_browser()
+            && (a == b
+                || a == Browser
+                || b == Browser
+                || pair(BrowserList, BrowserSearched)
+                || pair(BrowserList, BrowserSession)
+                || pair(BrowserSearched, BrowserSession)
+                || pair(BrowserReading, BrowserSession));
+    }
     if a == b || a == Always || b == Always {
         return true;
     }
-    let pair = |x: When, y: When| (a == x && b == y) || (a == y && b == x);
     // The decision has focus while a block is pending; a block runs while the chat or the
     // input has focus; the code pane scrolls while it is the decision.
     pair(Decision, Proposal)
@@ -407,6 +515,9 @@ impl Keymap {
 
     /// The keys of one row, joined: `y / Enter`.
     fn row_label(&self, row: usize) -> String {
+        if self.keys[row].is_empty() {
+            return "any character".to_string();
+        }
         self.keys[row]
             .iter()
             .map(Binding::label)
@@ -444,6 +555,14 @@ impl Keymap {
             When::Chat | When::ChatBlock => "In the chat",
             When::Terminal | When::RunningElsewhere => "While a block runs",
             When::Always => "Anywhere",
+            When::Browser
+            | When::BrowserList
+            | When::BrowserSearched
+            | When::BrowserSession
+            | When::BrowserReading
+            | When::BrowserConfirmDelete
+            | When::BrowserConfirmResume
+            | When::BrowserRenaming => BROWSER_SECTION,
         };
         let order = [
             When::Decision,
@@ -453,6 +572,7 @@ impl Keymap {
             When::Chat,
             When::Terminal,
             When::Always,
+            When::Browser,
         ];
         let mut rows = Vec::new();
         for group in order {
@@ -467,127 +587,5 @@ impl Keymap {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn press(c: char) -> KeyEvent {
-        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
-    }
-
-    #[test]
-    fn defaults_and_rebinding() {
-        let ctrl_q = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::CONTROL);
-        let k = Keymap::default();
-        assert!(k.is(Action::Quit, &ctrl_q));
-        assert_eq!(k.label(Action::Quit), "Ctrl-Q");
-        let mut keys = BTreeMap::new();
-        keys.insert("run".to_string(), "x".to_string());
-        keys.insert("quit".to_string(), "ctrl-x".to_string());
-        let k = Keymap::from_config(&keys).unwrap();
-        let decision = Ctx {
-            decision: true,
-            pending: true,
-            scrolling: true,
-            ..Ctx::default()
-        };
-        assert_eq!(k.action(&decision, &press('x')), Some(Action::Run));
-        assert_eq!(k.action(&decision, &press('y')), None);
-        // Enter still runs.
-        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
-        assert_eq!(k.action(&decision, &enter), Some(Action::Run));
-        assert!(!k.is(Action::Quit, &ctrl_q));
-        assert_eq!(k.label(Action::Run), "x");
-    }
-
-    #[test]
-    fn decision_keys_act_only_where_the_decision_has_focus() {
-        let k = Keymap::default();
-        let typing = Ctx {
-            pending: true,
-            input: true,
-            ..Ctx::default()
-        };
-        let chat = Ctx {
-            pending: true,
-            chat: true,
-            ..Ctx::default()
-        };
-        for ctx in [typing, chat] {
-            for c in "now explain first also check the date !ls -la yenra".chars() {
-                assert_eq!(k.action(&ctx, &press(c)), None, "{c:?} in {ctx:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn bad_bindings_are_errors() {
-        let one = |name: &str, key: &str| {
-            let mut keys = BTreeMap::new();
-            keys.insert(name.to_string(), key.to_string());
-            Keymap::from_config(&keys).unwrap_err()
-        };
-        assert!(one("fly", "x").contains("no such action"));
-        assert!(one("run", "hyper-x").contains("not a key"));
-        assert!(one("run", "n").contains("bound to both"));
-        assert!(one("quit", "ctrl-c").contains("always interrupts"));
-        // A typing key for an action that applies while typing.
-        assert!(one("quit", "q").contains("types a character"));
-        assert!(one("decide", "d").contains("types a character"));
-        assert!(one("copy", "ctrl-o").contains("bound to both"));
-    }
-
-    #[test]
-    fn every_action_has_a_help_line_and_hints_follow_the_context() {
-        let k = Keymap::default();
-        let help = k.help();
-        assert_eq!(help.len(), TABLE.len());
-        let decision = Ctx {
-            decision: true,
-            pending: true,
-            scrolling: true,
-            ..Ctx::default()
-        };
-        let hints: Vec<String> = k
-            .hints(&decision)
-            .into_iter()
-            .map(|(key, what)| format!("{key} {what}"))
-            .collect();
-        assert_eq!(
-            &hints[..7],
-            [
-                "y run",
-                "e edit",
-                "n skip",
-                "r skip+reason",
-                "a always",
-                "p allow prefix",
-                "Esc input ⇄ decision"
-            ]
-        );
-        // Running a block again outside the sandbox: neither auto-run nor rules apply.
-        let escalation = Ctx {
-            escalation: true,
-            ..decision
-        };
-        let hints: Vec<String> = k
-            .hints(&escalation)
-            .into_iter()
-            .map(|(key, what)| format!("{key} {what}"))
-            .collect();
-        assert!(
-            hints.contains(&"y run outside, once".to_string()),
-            "{hints:?}"
-        );
-        assert!(hints.contains(&"n leave it".to_string()), "{hints:?}");
-        assert!(
-            !hints
-                .iter()
-                .any(|h| h == "a always" || h == "p allow prefix")
-        );
-        let typing = Ctx {
-            input: true,
-            ..Ctx::default()
-        };
-        assert!(k.hints(&typing).iter().all(|(key, _)| key != "y"));
-    }
-}
+#[path = "keymap_tests.rs"]
+mod tests;

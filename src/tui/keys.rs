@@ -72,7 +72,7 @@ impl App {
             }
             _ => {}
         }
-        if let Some(effects) = self.browser_key(&key) {
+        if let Some(effects) = self.browser_key(&key, action) {
             return effects;
         }
         if let Some(p) = &mut self.pending {
@@ -171,6 +171,17 @@ impl App {
             }
             // Handled before the table is consulted.
             Action::Interrupt | Action::Quit | Action::AcceptEdit | Action::AbandonEdit => {}
+            // The session browser's, which has the keyboard while it is open.
+            Action::Read
+            | Action::Resume
+            | Action::Delete
+            | Action::Export
+            | Action::Rename
+            | Action::Confirm
+            | Action::Back
+            | Action::ClearSearch
+            | Action::Erase
+            | Action::TypeSearch => {}
         }
         Vec::new()
     }

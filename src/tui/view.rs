@@ -195,8 +195,27 @@ pub fn draw(frame: &mut Frame, app: &App, areas: &Areas) {
     }
     if let Some(browser) = &app.browser {
         super::browser_view::draw(frame, app, browser, area);
-        return;
+    } else {
+        draw_panes(frame, app, areas);
     }
+    if app.help {
+        draw_help(frame, app, area);
+    }
+    if app.confirm_quit {
+        let r = centered(area, 50, 5);
+        frame.render_widget(Clear, r);
+        frame.render_widget(
+            Paragraph::new("A block is running. Quit anyway? (y / any other key)")
+                .wrap(Wrap { trim: true })
+                .block(pane_block(app, "Quit?", true)),
+            r,
+        );
+    }
+}
+
+/// The workbench's panes and bars (and the image viewer over them).
+fn draw_panes(frame: &mut Frame, app: &App, areas: &Areas) {
+    let area = frame.area();
     if let Some(tabs) = areas.tabs {
         draw_tabs(frame, app, tabs, areas);
     }
@@ -217,19 +236,6 @@ pub fn draw(frame: &mut Frame, app: &App, areas: &Areas) {
     draw_status(frame, app, areas.status);
     if app.images.viewer.is_some() {
         super::image_view::draw_viewer(frame, app, area);
-    }
-    if app.help {
-        draw_help(frame, app, area);
-    }
-    if app.confirm_quit {
-        let r = centered(area, 50, 5);
-        frame.render_widget(Clear, r);
-        frame.render_widget(
-            Paragraph::new("A block is running. Quit anyway? (y / any other key)")
-                .wrap(Wrap { trim: true })
-                .block(pane_block(app, "Quit?", true)),
-            r,
-        );
     }
 }
 

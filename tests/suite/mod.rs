@@ -32,6 +32,8 @@ mod sandbox_boundary;
 mod secrets;
 mod sessions;
 mod sessions_browser;
+mod sessions_browser_e2e;
+mod sessions_browser_keys;
 mod sessions_resume;
 mod sessions_resume_killed;
 mod signals;

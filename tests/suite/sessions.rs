@@ -444,9 +444,8 @@ async fn the_browser_in_the_workbench_searches_previews_and_resumes() {
         "the preview shows the transcript:\n{screen}"
     );
     tmux.send(&["Enter"]);
-    tmux.send(&["Enter"]);
-    tmux.wait_for("r resume · Esc back").await;
-    tmux.send(&["r"]);
+    tmux.wait_for("Esc back").await;
+    tmux.send(&["C-r"]);
     tmux.wait_for("Resumed session").await;
     tmux.type_text("what colour was it?");
     tmux.send(&["Enter"]);

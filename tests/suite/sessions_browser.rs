@@ -1,5 +1,5 @@
-//! The session browser as a reducer and as drawn: rename and delete keep the selection,
-//! Ctrl-U clears the search, rows are shortened at a word with `…`, Enter opens a session
+//! The session browser as a reducer and as drawn: rename (F2) and delete (Ctrl-D, asked) keep
+//! the selection, Ctrl-U clears the search, rows are shortened at a word with `…`, Enter opens a session
 //! at the first match of the search, highlighted, and a session not in the store whole is
 //! marked so in its row and its preview.
 
@@ -18,8 +18,12 @@ use oi_tui::tui::browser::{Mode, Reply, Request, Row};
 use oi_tui::tui::theme::{Depth, Theme};
 use oi_tui::tui::view;
 
-fn key(code: KeyCode) -> Msg {
+pub(super) fn key(code: KeyCode) -> Msg {
     Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+fn ctrl_d() -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL))
 }
 
 fn row(id: &str, title: &str) -> Row {
@@ -77,7 +81,7 @@ fn renaming_keeps_the_selection_on_the_renamed_session() {
     let (mut app, rx) = browsing();
     app.update(key(KeyCode::Down));
     assert_eq!(selected(&app).as_deref(), Some("s2"));
-    app.update(key(KeyCode::Char('R')));
+    app.update(key(KeyCode::F(2)));
     app.update(key(KeyCode::Char('!')));
     app.update(key(KeyCode::Enter));
     assert!(
@@ -99,8 +103,8 @@ fn renaming_keeps_the_selection_on_the_renamed_session() {
 fn deleting_keeps_the_selection_in_its_place() {
     let (mut app, rx) = browsing();
     app.update(key(KeyCode::Down));
-    app.update(key(KeyCode::Char('d')));
-    app.update(key(KeyCode::Char('y')));
+    app.update(ctrl_d());
+    app.update(ctrl_d());
     assert!(
         drain(&rx)
             .iter()
@@ -114,8 +118,8 @@ fn deleting_keeps_the_selection_in_its_place() {
         "the next one, not the top"
     );
     // Deleting the last row selects the one before it.
-    app.update(key(KeyCode::Char('d')));
-    app.update(key(KeyCode::Char('y')));
+    app.update(ctrl_d());
+    app.update(ctrl_d());
     app.update(Msg::Browser(Reply::Done("deleted session s3".into())));
     app.update(rows("", vec![row("s1", "first")]));
     assert_eq!(selected(&app).as_deref(), Some("s1"));
@@ -141,11 +145,11 @@ fn ctrl_u_clears_the_search() {
             .any(|r| matches!(r, Request::Rows { query, offset: 0 } if query.is_empty())),
         "the whole list is asked for again"
     );
-    // In the list (after Enter ended the typing) too.
+    // Also after moving in the list.
     for c in "zebra".chars() {
         app.update(key(KeyCode::Char(c)));
     }
-    app.update(key(KeyCode::Enter));
+    app.update(key(KeyCode::Up));
     assert_eq!(app.browser.as_ref().unwrap().mode, Mode::List);
     app.update(Msg::Key(KeyEvent::new(
         KeyCode::Char('u'),
@@ -154,14 +158,14 @@ fn ctrl_u_clears_the_search() {
     assert_eq!(app.browser.as_ref().unwrap().query, "");
 }
 
-fn draw(app: &App, width: u16, height: u16) -> Terminal<TestBackend> {
+pub(super) fn draw(app: &App, width: u16, height: u16) -> Terminal<TestBackend> {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     let areas = view::layout(Rect::new(0, 0, width, height), app);
     terminal.draw(|f| view::draw(f, app, &areas)).unwrap();
     terminal
 }
 
-fn text(terminal: &Terminal<TestBackend>) -> String {
+pub(super) fn text(terminal: &Terminal<TestBackend>) -> String {
     let buffer = terminal.backend().buffer();
     let mut out = String::new();
     for y in 0..buffer.area.height {
@@ -258,7 +262,6 @@ fn enter_opens_a_session_at_the_first_match_highlighted() {
     // The preview already shows the match.
     let screen = text(&draw(&app, 120, 30));
     assert!(screen.contains("where is the zeppelin hangar?"), "{screen}");
-    app.update(key(KeyCode::Enter)); // ends the typing
     app.update(key(KeyCode::Enter)); // reads the session
     let Some(Mode::Viewing(scroll)) = app.browser.as_ref().map(|b| b.mode.clone()) else {
         panic!("reading the session");
@@ -289,7 +292,7 @@ fn enter_opens_a_session_at_the_first_match_highlighted() {
 }
 
 /// Hands the browser worker's replies to the workbench until `done` holds (at most 20 s).
-fn pump(
+pub(super) fn pump(
     app: &mut App,
     replies: &mut tokio::sync::mpsc::UnboundedReceiver<Msg>,
     done: impl Fn(&App) -> bool,
