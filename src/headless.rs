@@ -419,6 +419,7 @@ impl Transcript {
             | Event::Usage { .. }
             | Event::BlockDelta { .. }
             | Event::UserMessage { .. }
+            | Event::MessageTaken { .. }
             | Event::ExecAwaitingInput { .. }
             | Event::StoreTrouble { .. }
             | Event::StoreRecovered { .. }

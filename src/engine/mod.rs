@@ -221,7 +221,8 @@ struct Engine {
     /// Every sender of ops is gone: stop listening.
     ops_closed: bool,
     /// Ops that arrived during a turn (messages, `!cmd`, reset, undo, another model), carried
-    /// out in order when it ends.
+    /// out in order when it ends; the messages at its front go with the turn's next request
+    /// instead.
     queued: VecDeque<Op>,
     shutdown: bool,
     /// What the person ran with `!cmd` since their last message, for the model to see.
@@ -504,7 +505,8 @@ fn side_op(
         }
         Op::Resize { rows, cols } => kernels.resize(rows, cols),
         Op::Shutdown => *shutdown = true,
-        // Conversation changes wait for the turn to end, in the order they came.
+        // Conversation changes wait for the turn to end, in the order they came (messages
+        // at the front of the queue go with the turn's next request).
         op @ (Op::UserMessage { .. }
         | Op::Shell { .. }
         | Op::Reset

@@ -42,35 +42,16 @@ pub(super) const STOPPED: &str = "Not run: the user stopped the turn before this
 impl Engine {
     pub(super) async fn turn(&mut self, text: String) {
         if self.client.is_none() {
+            self.emit(Event::MessageTaken { text });
             self.emit(Event::Error {
                 kind: ErrorKind::Config,
                 message: "No model is configured, so there is nobody to send this to. Start oi-tui with --model provider/name (or --demo to try it), or type !command to run a shell command yourself.".to_string(),
             });
             return self.finish(TurnEnd::Error);
         }
-        if let Some(message) = self.too_large(&text) {
-            if message.starts_with("Not sent") {
-                self.emit(Event::Error {
-                    kind: ErrorKind::Config,
-                    message,
-                });
-                return self.finish(TurnEnd::Error);
-            }
-            self.emit(Event::Notice { message });
+        if !self.take_message(text) {
+            return self.finish(TurnEnd::Error);
         }
-        let (text, said) = if self.context.is_empty() {
-            (text, None)
-        } else {
-            let mut context = std::mem::take(&mut self.context).join("\n");
-            context.push_str("\n\n");
-            context.push_str(&text);
-            (context, Some(text))
-        };
-        // The record keeps what the person said apart from the `!cmd` context added to it.
-        if let Some(recorder) = &self.recorder {
-            recorder.user_message(&Message::user(text.clone()), said.as_deref());
-        }
-        self.history.push(Message::user(text));
         self.vision_new_turn();
         self.wait_for_tool_host().await;
         let mut declined_before = false;
@@ -90,6 +71,8 @@ impl Engine {
                 // oi-tui is being stopped (SIGTERM, SIGHUP): no new request goes out.
                 return self.finish(TurnEnd::Interrupted);
             }
+            // What the person sent meanwhile goes with this request, in the order sent.
+            self.take_waiting_messages();
             round += 1;
             self.emit(Event::RequestStarted { round });
             let request = self.request();
@@ -204,6 +187,48 @@ impl Engine {
             }
             if declined_now {
                 declined_before = true;
+            }
+        }
+    }
+
+    /// The person's message goes into the conversation (with what they ran by `!cmd` since
+    /// their last one), told with `MessageTaken`; false when it is too large to send (the
+    /// error says so).
+    fn take_message(&mut self, text: String) -> bool {
+        self.emit(Event::MessageTaken { text: text.clone() });
+        if let Some(message) = self.too_large(&text) {
+            if message.starts_with("Not sent") {
+                self.emit(Event::Error {
+                    kind: ErrorKind::Config,
+                    message,
+                });
+                return false;
+            }
+            self.emit(Event::Notice { message });
+        }
+        let (text, said) = if self.context.is_empty() {
+            (text, None)
+        } else {
+            let mut context = std::mem::take(&mut self.context).join("\n");
+            context.push_str("\n\n");
+            context.push_str(&text);
+            (context, Some(text))
+        };
+        // The record keeps what the person said apart from the `!cmd` context added to it.
+        if let Some(recorder) = &self.recorder {
+            recorder.user_message(&Message::user(text.clone()), said.as_deref());
+        }
+        self.history.push(Message::user(text));
+        true
+    }
+
+    /// The messages the person sent while the turn ran, that wait at the front of the queue
+    /// (nothing they sent after a command that waits, such as `/reset`, jumps ahead of it),
+    /// go into the conversation now, so that the next request carries them in order.
+    fn take_waiting_messages(&mut self) {
+        while matches!(self.queued.front(), Some(Op::UserMessage { .. })) {
+            if let Some(Op::UserMessage { text }) = self.queued.pop_front() {
+                self.take_message(text);
             }
         }
     }

@@ -33,7 +33,8 @@ pub type CallId = u64;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
-    /// The person's message: starts a turn.
+    /// The person's message: starts a turn; sent while a turn runs, it goes with that
+    /// turn's next request (`Event::MessageTaken` says when).
     UserMessage { text: String },
     /// The answer to an `ApprovalNeeded`.
     Decision {
@@ -266,6 +267,11 @@ pub enum Event {
     /// A message the person sent earlier, in a replayed (resumed) session. The live engine
     /// does not send it: a face shows what its person types as they send it.
     UserMessage { text: String },
+    /// The engine took up a message the person sent (`Op::UserMessage`): it is in the
+    /// conversation, and the next request carries it (unless an error right after says why
+    /// not). A message sent while a turn runs waits for the turn's next request; a face that
+    /// showed it as queued shows it as said from here, where the model reads it.
+    MessageTaken { text: String },
     /// A request to the model begins (one turn may make several).
     RequestStarted { round: u32 },
     /// Text from the model, as it streams.

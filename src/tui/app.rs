@@ -199,6 +199,14 @@ pub struct App {
     pub spinner: usize,
     /// In a narrow terminal, which pane the tab row shows.
     pub tab: Focus,
+    /// The person put that tab in front themself (a key, a click), after the workbench
+    /// last moved it: when the turn ends, it stays.
+    pub tab_by_person: bool,
+    /// The tabs that got something new while not in front (narrow layout), until visited.
+    pub unseen: Vec<Focus>,
+    /// Messages sent while nothing ran, shown as said, that the engine has not yet
+    /// confirmed taking (`MessageTaken`); until then, later ones are queued behind them.
+    pub unconfirmed: usize,
     /// The session browser, while it is open.
     pub browser: Option<super::browser::Browser>,
     /// Open the browser as soon as the store is there (`--sessions`).
@@ -273,6 +281,9 @@ impl App {
             setup: None,
             spinner: 0,
             tab: Focus::Chat,
+            tab_by_person: false,
+            unseen: Vec::new(),
+            unconfirmed: 0,
             browser: None,
             open_browser_at_start: false,
             browser_requests: None,
@@ -326,7 +337,45 @@ impl App {
         }
     }
 
+    /// Something is under way (a turn, a block that waits or runs, a connection): what the
+    /// person sends now waits for it.
+    pub fn engaged(&self) -> bool {
+        self.in_turn
+            || self.busy != Busy::Idle
+            || self.pending.is_some()
+            || self.connecting.is_some()
+    }
+
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        let tab = self.tab;
+        let chat = (self.chat.revision(), self.streaming.len());
+        let by_person = matches!(msg, Msg::Key(_) | Msg::Mouse(_) | Msg::Paste(_));
+        let by_engine = matches!(msg, Msg::Engine(_));
+        let effects = self.reduce(msg);
+        if self.tab != tab {
+            self.tab_by_person = by_person;
+        }
+        if by_engine && (self.chat.revision(), self.streaming.len()) != chat {
+            self.note_new(Focus::Chat);
+        }
+        // A tab in front is seen; in the wide layout every pane is.
+        if self.wide {
+            self.unseen.clear();
+        } else {
+            let shown = self.tab;
+            self.unseen.retain(|pane| *pane != shown);
+        }
+        effects
+    }
+
+    /// Something new came to `pane`: its tab is marked while it is not in front.
+    pub(super) fn note_new(&mut self, pane: Focus) {
+        if !self.wide && self.tab != pane && !self.unseen.contains(&pane) {
+            self.unseen.push(pane);
+        }
+    }
+
+    fn reduce(&mut self, msg: Msg) -> Vec<Effect> {
         match msg {
             Msg::Key(key) => self.key(key),
             Msg::Paste(text) => self.paste(&text),
@@ -446,6 +495,9 @@ impl App {
     /// Starts over on a resumed session: the earlier conversation shown, the rest cleared.
     pub fn resumed(&mut self, events: &[Event], notice: String) {
         self.chat.clear();
+        // The old engine is gone, and what it had not taken up with it.
+        let unsent = std::mem::take(&mut self.chat.queued);
+        self.unconfirmed = 0;
         self.pending = None;
         self.busy = Busy::Idle;
         self.in_turn = false;
@@ -457,6 +509,16 @@ impl App {
         self.images.forget();
         self.show_history(events);
         self.chat.push(Entry::Notice(notice));
+        if !unsent.is_empty() {
+            self.chat.push(Entry::Notice(format!(
+                "not sent (the session changed before the model got them), still in the input history (↑): {}",
+                unsent
+                    .iter()
+                    .map(|t| format!("\"{}\"", short(t, 40)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
     }
 
     /// Shows an earlier conversation (a resumed session, replayed by the store as events)

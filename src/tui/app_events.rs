@@ -68,7 +68,20 @@ impl App {
                 self.chat.push(Entry::Notice(note));
             }
             Event::UserMessage { text } => self.chat.push(Entry::User(text)),
+            Event::MessageTaken { text } => {
+                // A message shown as said when it was sent is confirmed; a queued one is
+                // said now, here, where the model reads it; another face's is shown.
+                if self.unconfirmed > 0 {
+                    self.unconfirmed -= 1;
+                } else if self.chat.take_queued().is_none() {
+                    self.chat.push(Entry::User(text));
+                }
+            }
             Event::RequestStarted { .. } => {
+                if !self.in_turn {
+                    // A new turn: where its answer shows is the workbench's to choose again.
+                    self.tab_by_person = false;
+                }
                 self.in_turn = true;
                 self.busy = Busy::Thinking(Instant::now());
                 self.clear_streaming();
@@ -122,6 +135,7 @@ impl App {
                 if let (Some(verdict), Some(gate)) = (verdict, gate) {
                     self.verdicts.insert(block.id, (verdict, gate));
                 }
+                self.note_new(Focus::Code);
                 self.proposed.insert(block.id, block.clone());
                 self.chat.push(Entry::Block {
                     id: block.id,
@@ -232,6 +246,9 @@ impl App {
                 self.output_shown = false;
             }
             Event::ExecOutput { data, .. } => {
+                if !data.is_empty() {
+                    self.note_new(Focus::Terminal);
+                }
                 self.output_shown |= !data.is_empty();
                 self.terminal.process(&data);
             }
@@ -381,9 +398,10 @@ impl App {
                 if self.focus == Focus::Code {
                     self.focus = Focus::Input;
                 }
-                // In a narrow terminal, the answer is what to see next, unless the output
-                // of the last block is what the person reads.
-                if !(self.tab == Focus::Terminal && self.output_shown) {
+                // In a narrow terminal, the answer is what to see next, unless the person
+                // chose the tab in front themself (then the chat's tab is marked: something
+                // new came to it).
+                if !self.tab_by_person {
                     self.tab = Focus::Chat;
                 }
                 match end {

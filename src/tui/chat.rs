@@ -88,6 +88,11 @@ pub struct Chat {
     view: Cell<View>,
     /// The entry each row of the last frame belonged to (for clicks).
     row_entries: RefCell<Vec<Option<usize>>>,
+    /// Messages the person sent that the engine has not taken up yet (a turn runs): shown
+    /// marked, below everything else, until the request that carries them.
+    pub queued: Vec<String>,
+    /// Counts the changes to the entries (for a hidden tab's mark).
+    revision: u64,
 }
 
 /// Lines of a block's output kept for its entry.
@@ -99,11 +104,51 @@ impl Chat {
     pub fn push(&mut self, entry: Entry) {
         self.entries.push(entry);
         self.cache.borrow_mut().push(None);
+        self.revision += 1;
+    }
+
+    /// How many times the entries changed: a different number, something new to see.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// A message that waits for the engine: shown queued.
+    pub fn queue(&mut self, text: String) {
+        self.queued.push(text);
+        self.revision += 1;
+    }
+
+    /// The engine took up the oldest queued message: it is said, here.
+    pub fn take_queued(&mut self) -> Option<String> {
+        if self.queued.is_empty() {
+            return None;
+        }
+        let text = self.queued.remove(0);
+        self.push(Entry::User(text.clone()));
+        Some(text)
+    }
+
+    /// The queued messages' lines, each marked, for below the entries.
+    pub fn queued_lines(&self, theme: &Theme) -> Vec<Line<'static>> {
+        let mut lines = Vec::new();
+        for text in &self.queued {
+            lines.push(Line::from(vec![
+                Span::styled("you", theme.user),
+                Span::styled(
+                    " · queued: goes with the next request",
+                    theme.warning.add_modifier(Modifier::BOLD),
+                ),
+            ]));
+            lines.extend(text.lines().map(|l| Line::styled(visible(l), theme.muted)));
+            lines.push(Line::default());
+        }
+        lines
     }
 
     /// Puts an entry at `i`, before the ones from there on.
     pub fn insert(&mut self, i: usize, entry: Entry) {
         let i = i.min(self.entries.len());
+        self.revision += 1;
         self.entries.insert(i, entry);
         self.cache.borrow_mut().insert(i, None);
         if let Some(s) = &mut self.selected
@@ -114,6 +159,7 @@ impl Chat {
     }
 
     pub fn clear(&mut self) {
+        self.revision += 1;
         self.entries.clear();
         self.cache.borrow_mut().clear();
         self.scroll = None;
@@ -128,7 +174,8 @@ impl Chat {
         }
     }
 
-    fn invalidate(&self, i: usize) {
+    fn invalidate(&mut self, i: usize) {
+        self.revision += 1;
         if let Some(slot) = self.cache.borrow_mut().get_mut(i) {
             *slot = None;
         }
@@ -274,9 +321,7 @@ impl Chat {
                 *s = state;
                 *d = detail;
             }
-            if let Some(slot) = self.cache.borrow_mut().get_mut(i) {
-                *slot = None;
-            }
+            self.invalidate(i);
         }
     }
 

@@ -471,6 +471,12 @@ impl App {
         }
         self.chat.bottom();
         if let Some(command) = text.strip_prefix('!') {
+            if self.engaged() {
+                self.waits(
+                    &format!("!{}", super::app::short(command.trim(), 40)),
+                    "it runs in the shell",
+                );
+            }
             return vec![Effect::Op(Op::Shell {
                 command: command.to_string(),
             })];
@@ -479,8 +485,37 @@ impl App {
             return self.slash(command);
         }
         self.setup = None;
-        self.chat.push(Entry::User(text.clone()));
+        // While something runs, the message waits for the next request: it shows queued
+        // below everything until the engine takes it up (and then where the model reads it).
+        if self.engaged() || self.unconfirmed > 0 || !self.chat.queued.is_empty() {
+            self.chat.queue(text.clone());
+        } else {
+            self.chat.push(Entry::User(text.clone()));
+            self.unconfirmed += 1;
+        }
         vec![Effect::Op(Op::UserMessage { text })]
+    }
+
+    /// Says in the chat that `command` waits for what is under way, and what happens then.
+    pub(super) fn waits(&mut self, command: &str, then: &str) {
+        let until = if self.pending.is_some() {
+            "the block that waits is decided and what follows it ends"
+        } else if self.in_turn {
+            "this turn ends"
+        } else {
+            "what runs now ends"
+        };
+        let stop = if self.in_turn || self.pending.is_some() {
+            format!(
+                " ({} stops the turn now)",
+                self.keymap.label(Action::Interrupt)
+            )
+        } else {
+            String::new()
+        };
+        self.chat.push(Entry::Notice(format!(
+            "{command} waits until {until}; then {then}{stop}."
+        )));
     }
 
     fn slash(&mut self, command: &str) -> Vec<Effect> {
@@ -488,13 +523,32 @@ impl App {
             .trim()
             .split_once(char::is_whitespace)
             .map_or((command.trim(), ""), |(n, a)| (n, a.trim()));
+        // What changes the conversation waits for what is under way (the engine keeps it
+        // in order); the rest answers at once.
+        let engaged = self.engaged();
         match name {
             "help" => self.help = true,
             "sessions" => self.open_browser(),
             "quit" | "exit" => return vec![Effect::Quit],
-            "reset" | "new" => return vec![Effect::Op(Op::Reset)],
-            "undo" => return vec![Effect::Op(Op::Undo)],
+            "reset" | "new" => {
+                if engaged {
+                    self.waits(&format!("/{name}"), "the conversation starts over");
+                }
+                return vec![Effect::Op(Op::Reset)];
+            }
+            "undo" => {
+                if engaged {
+                    self.waits("/undo", "the last exchange is dropped");
+                }
+                return vec![Effect::Op(Op::Undo)];
+            }
             "model" if !arg.is_empty() => {
+                if engaged {
+                    self.waits(
+                        &format!("/model {}", super::app::short(arg, 40)),
+                        "the model changes",
+                    );
+                }
                 return vec![Effect::Op(Op::SetModel {
                     model: arg.to_string(),
                 })];
@@ -517,10 +571,11 @@ impl App {
                 if self.executor == "local" { "this machine" } else { &self.executor }
             ))),
             "on" => {
-                if self.in_turn {
-                    self.chat.push(Entry::Notice(
-                        "the kernels move when this turn ends".into(),
-                    ));
+                if engaged {
+                    self.waits(
+                        &format!("/on {}", super::app::short(arg, 40)),
+                        "the kernels move",
+                    );
                 }
                 return vec![Effect::Op(Op::SetExecutor {
                     name: arg.to_string(),

@@ -151,10 +151,11 @@ impl App {
         }
         match parse_sandbox(arg, current) {
             Ok((mode, network)) => {
-                if self.in_turn {
-                    self.chat.push(Entry::Notice(
-                        "the sandbox changes when this turn ends".into(),
-                    ));
+                if self.engaged() {
+                    self.waits(
+                        &format!("/sandbox {}", super::app::short(arg, 40)),
+                        "the sandbox changes (the kernels restart)",
+                    );
                 }
                 vec![super::app::Effect::Op(crate::protocol::Op::SetSandbox {
                     mode,

@@ -142,7 +142,8 @@ fn last_message(app: &App) -> Option<&str> {
     })
 }
 
-/// A tab's label: its name, with a mark when it needs the person.
+/// A tab's label: its name, with a mark when it needs the person (`●`), or when something
+/// new came to it while it was not in front (`•`, until it is visited).
 fn tab_label(app: &App, pane: Focus, name: &str) -> String {
     let waits = pane == Focus::Code && app.pending.is_some() && app.tab != Focus::Code;
     let running = pane == Focus::Terminal
@@ -152,6 +153,8 @@ fn tab_label(app: &App, pane: Focus, name: &str) -> String {
         format!(" {name} ● awaits you ")
     } else if running {
         format!(" {name} ● ")
+    } else if app.unseen.contains(&pane) && app.tab != pane {
+        format!(" {name} • ")
     } else {
         format!(" {name} ")
     }
@@ -279,6 +282,8 @@ fn draw_tabs(frame: &mut Frame, app: &App, area: Rect, areas: &Areas) {
             app.theme.focus.add_modifier(Modifier::REVERSED)
         } else if label.contains('●') {
             app.theme.warning.add_modifier(Modifier::BOLD)
+        } else if label.contains('•') {
+            app.theme.accent.add_modifier(Modifier::BOLD)
         } else {
             app.theme.muted
         };
@@ -342,6 +347,8 @@ fn draw_chat(frame: &mut Frame, app: &App, area: Rect) {
     } else if matches!(app.busy, Busy::Thinking(_)) {
         tail.push(Line::from(Span::styled("oi …", app.theme.assistant)));
     }
+    // What the person sent that waits for the next request, marked, below everything.
+    tail.extend(app.chat.queued_lines(&app.theme));
     let (lines, _) = app
         .chat
         .visible_lines(inner.width, inner.height as usize, &tail, &app.theme);

@@ -59,3 +59,4 @@ mod tui_verdict;
 mod unattended;
 mod vision;
 mod workbench_e2e;
+mod workbench_queue;

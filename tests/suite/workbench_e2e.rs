@@ -1,6 +1,7 @@
 //! The workbench's promises, with the real binary in tmux against the scripted model server:
 //! every line of a long block can be read before it runs, typing never decides a block, the
-//! narrow layout's tabs follow Tab and clicks while a block waits, and a CR paste is text.
+//! narrow layout's tabs follow Tab and clicks while a block waits and the answer comes forward
+//! when a turn ends, a message typed while a block runs shows queued, and a CR paste is text.
 
 use std::process::Command;
 use std::time::Duration;
@@ -124,12 +125,16 @@ async fn at_80x24_tabs_and_clicks_switch_while_a_block_waits() {
     assert!(screen.contains("┃ 1 print('counted')"), "{screen}");
     tmux.send(&["y"]);
     tmux.wait_for("│counted").await;
-    // The turn ends, and the output stays in view until the person moves on.
+    // The turn ends, and the answer comes forward (the workbench, not the person, had put
+    // the terminal in front); the output is one tab away.
     let screen = tmux.wait_for("60 tok · idle").await;
-    assert!(screen.contains("│counted"), "{screen}");
+    assert!(screen.contains("Done."), "{screen}");
     assert_eq!(server.chats().len(), 2);
-    tmux.send(&["Tab"]);
-    tmux.wait_for("Done.").await;
+    let row = screen.lines().next().unwrap_or("");
+    let column = row.find("Terminal").expect("a Terminal tab label");
+    click(&tmux, column + 1, 0);
+    let screen = tmux.wait_for("Terminal · Ctrl-G leaves").await;
+    assert!(screen.contains("┃counted"), "{screen}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -291,4 +296,91 @@ async fn a_16_colour_terminal_keeps_syntax_diff_and_focus_colours() {
         tmux.send(&["C-q"]);
         tmux.wait_for("EXIT=0").await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_80x24_the_final_answer_comes_forward_or_the_chat_tab_is_marked() {
+    let server = ModelServer::start(vec![
+        Reply::text("Counting.").and_tool("python", "print('counted')"),
+        Reply::text("The final answer is 42."),
+        Reply::text("Counting slowly.").and_tool(
+            "python",
+            "import time\ntime.sleep(2)\nprint('slowly counted')",
+        ),
+        Reply::text("The second answer is 43."),
+    ])
+    .await;
+    let (tmux, _dir) = workbench(&server, 80, 24);
+    tmux.wait_for("Input").await;
+    tmux.type_text("count");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("awaiting your decision").await;
+    tmux.send(&["y"]);
+    // The block ran in the terminal tab; when the turn ends, the answer is in front.
+    tmux.wait_for("The final answer is 42.").await;
+
+    // Another turn, and the person moves to the code tab themself while the block runs: it
+    // stays, and the chat tab is marked until visited.
+    tmux.type_text("again");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("awaiting your decision").await;
+    tmux.send(&["y"]);
+    tmux.wait_for("running").await;
+    tmux.send(&["Tab"]);
+    tmux.send(&["Tab"]);
+    tmux.wait_for("▶ Code").await;
+    tmux.wait_for("Chat • ").await;
+    tmux.wait_for("idle").await;
+    let screen = tmux.capture();
+    assert!(screen.contains("Chat • "), "{screen}");
+    assert!(screen.contains("1 import time"), "the code stays: {screen}");
+    assert!(!screen.contains("The second answer is 43."), "{screen}");
+    assert_eq!(server.chats().len(), 4);
+    let row = screen.lines().next().unwrap_or("");
+    let column = row.find("Chat").expect("a Chat tab label");
+    click(&tmux, column + 1, 0);
+    let screen = tmux.wait_for("The second answer is 43.").await;
+    let tabs = screen.lines().next().unwrap_or("");
+    assert!(!tabs.contains("Chat •"), "{tabs}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_200x60_a_message_typed_while_a_block_runs_is_queued_then_sent() {
+    let server = ModelServer::start(vec![
+        Reply::text("Working on it.")
+            .and_tool("python", "import time\ntime.sleep(3)\nprint('slept well')"),
+        Reply::text("Both are done."),
+    ])
+    .await;
+    let (tmux, _dir) = workbench(&server, 200, 60);
+    tmux.wait_for("Input").await;
+    tmux.type_text("first task");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("awaiting your decision").await;
+    tmux.send(&["y"]);
+    tmux.wait_for("▶ python").await;
+    tmux.type_text("a second thought");
+    tmux.send(&["Enter"]);
+    let screen = tmux.wait_for("a second thought").await;
+    let rows: Vec<&str> = screen.lines().collect();
+    let at = rows
+        .iter()
+        .position(|r| r.contains("a second thought") && !r.contains("Input"))
+        .expect("the message in the chat");
+    assert!(
+        rows[at.saturating_sub(1)].contains("queued"),
+        "marked queued:\n{screen}"
+    );
+    // It goes with the next request, and the mark goes.
+    let screen = tmux.wait_for("Both are done.").await;
+    assert!(screen.contains("a second thought"), "{screen}");
+    assert!(!screen.contains("queued"), "{screen}");
+    let chats = server.chats();
+    assert_eq!(chats.len(), 2);
+    let sent = chats[1].all_text();
+    assert!(sent.contains("a second thought"), "{sent}");
+    assert!(
+        sent.find("slept well") < sent.find("a second thought"),
+        "after the block's result: {sent}"
+    );
 }
