@@ -52,10 +52,9 @@ fn files_in(dir: &Path) -> Vec<String> {
 /// to any directory in its place; oi-tui read the images there through the link, kept them
 /// as figures (into the session, on to the model) and deleted the originals. Now the
 /// replaced directory yields nothing, a note says why, and what the link reaches is left as
-/// it was. The same block planted `out` as a link to a directory outside: an export to
-/// `out/r.md` is refused, naming the link, and writes nothing there.
+/// it was.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_replaced_figure_directory_and_a_linked_export_directory_are_not_followed() {
+async fn a_replaced_figure_directory_is_not_followed() {
     for backend in BACKENDS {
         let layout = Layout::new();
         let victim = layout.path("outside").join("victim");
