@@ -52,8 +52,8 @@ const DIR_FLAGS: libc::c_int =
     libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
 
 impl Dir {
-    /// Opens `path`; an error when its last part is a link or not a directory (the parts
-    /// before it are followed).
+    /// Opens `path`; an error when its last part is a link (ELOOP, or ENOTDIR as Linux
+    /// says it) or not a directory (the parts before it are followed).
     pub(crate) fn open_nofollow(path: &Path) -> io::Result<Dir> {
         let name = c_name(path.as_os_str())?;
         // SAFETY: a valid NUL-terminated path; the descriptor returned is owned here.
@@ -295,8 +295,12 @@ mod tests {
         std::fs::write(outside.path().join("a.png"), "x").unwrap();
         std::os::unix::fs::symlink(outside.path(), root.path().join("link")).unwrap();
         std::fs::create_dir(root.path().join("real")).unwrap();
+        // ELOOP, or ENOTDIR (`O_DIRECTORY` is checked first on Linux).
         let e = Dir::open_nofollow(&root.path().join("link")).unwrap_err();
-        assert!(is_link_error(&e), "{e}");
+        assert!(
+            is_link_error(&e) || e.raw_os_error() == Some(libc::ENOTDIR),
+            "{e}"
+        );
         let dir = Dir::open_nofollow(root.path()).unwrap();
         match dir.walk(Path::new("./real/../link/x")) {
             Err(WalkError::Link(at)) => assert_eq!(at, Path::new("real/../link")),
