@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod config;
 pub mod demo;
+mod dirfd;
 pub mod engine;
 pub mod exec;
 pub mod headless;

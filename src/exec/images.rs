@@ -5,9 +5,11 @@
 //! (they are the kernel's), files are copied (they are the user's, and may change later).
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::dirfd::{Dir, is_link_error};
 use crate::protocol::{Image, ImageFormat, ImageSource, human_bytes};
 
 /// The variable that tells a driver where to save the figures a block shows.
@@ -29,6 +31,8 @@ pub(crate) struct Gathered {
 pub(crate) struct Sources<'a> {
     /// The kernel's figure directory.
     pub figures: &'a Path,
+    /// Its identity when oi-tui made it (a block may have replaced it since).
+    pub figures_identity: crate::dirfd::Identity,
     /// The directories the block may have written in (the session's working directory,
     /// and the kernel's own if it moved).
     pub roots: &'a [PathBuf],
@@ -48,10 +52,20 @@ pub(crate) fn gather(
     block: u64,
 ) -> Gathered {
     let mut gathered = Gathered::default();
-    let mut found: Vec<(PathBuf, ImageSource)> = figures(sources.figures)
-        .into_iter()
-        .map(|p| (p, ImageSource::Figure))
-        .collect();
+    let (figure_dir, mut found) = match figures(sources.figures, sources.figures_identity) {
+        Ok(Some((dir, names))) => (
+            Some(dir),
+            names
+                .into_iter()
+                .map(|p| (p, ImageSource::Figure))
+                .collect::<Vec<_>>(),
+        ),
+        Ok(None) => (None, Vec::new()),
+        Err(note) => {
+            gathered.notes.push(note);
+            (None, Vec::new())
+        }
+    };
     let mut seen = HashSet::new();
     for root in sources.roots {
         let Ok(root) = root.canonicalize() else {
@@ -68,38 +82,81 @@ pub(crate) fn gather(
             }
         }
     }
-    let kept = keep_found(found, keep, block);
+    let kept = keep_from(found, figure_dir.as_ref(), keep, block);
     gathered.images = kept.images;
-    gathered.notes = kept.notes;
+    gathered.notes.extend(kept.notes);
     gathered
 }
 
 /// Keeps what was found (local files: figures are moved, files copied) into `keep`,
 /// numbered from 1 as `BLOCK-N.EXT`, with notes for what could not be kept.
 pub(crate) fn keep_found(found: Vec<(PathBuf, ImageSource)>, keep: &Path, block: u64) -> Gathered {
+    keep_from(found, None, keep, block)
+}
+
+/// Where a figure is: a name in the figure directory held open, else its own path (the
+/// local copy of a remote one, in a directory of oi-tui's).
+#[derive(Clone, Copy)]
+struct Figures<'a>(Option<&'a Dir>);
+
+impl Figures<'_> {
+    fn open(&self, path: &Path) -> std::io::Result<std::fs::File> {
+        match self.0 {
+            Some(dir) => dir.open_regular(path.as_os_str()),
+            None => open_regular(path),
+        }
+    }
+
+    fn remove(&self, path: &Path) {
+        let _ = match self.0 {
+            Some(dir) => dir.remove_file(path.as_os_str()),
+            None => std::fs::remove_file(path),
+        };
+    }
+}
+
+/// As `keep_found`, the figures (by name) in `figure_dir` when one is given.
+fn keep_from(
+    found: Vec<(PathBuf, ImageSource)>,
+    figure_dir: Option<&Dir>,
+    keep: &Path,
+    block: u64,
+) -> Gathered {
+    let figures = Figures(figure_dir);
     let mut gathered = Gathered::default();
     if found.is_empty() {
         return gathered;
     }
-    if let Err(e) = crate::secrets::private_dir(keep) {
-        gathered.notes.push(format!(
-            "The block made {} image(s), but they could not be kept: {} could not be created ({e}).",
-            found.len(),
-            keep.display()
-        ));
-        discard_figures(&found);
-        return gathered;
-    }
+    let keep_dir = match open_keep(keep) {
+        Ok(dir) => dir,
+        Err(why) => {
+            gathered.notes.push(format!(
+                "The block made {} image(s), but they could not be kept: {why}.",
+                found.len(),
+            ));
+            for (path, source) in &found {
+                if *source == ImageSource::Figure {
+                    figures.remove(path);
+                }
+            }
+            return gathered;
+        }
+    };
     let mut left_out = Vec::new();
     for (path, source) in found {
         if gathered.images.len() >= MAX_IMAGES {
             left_out.push(shown_name(&path, &source));
             if source == ImageSource::Figure {
-                let _ = std::fs::remove_file(&path);
+                figures.remove(&path);
             }
             continue;
         }
-        match keep_one(&path, &source, keep, block, gathered.images.len() + 1) {
+        let n = gathered.images.len() + 1;
+        let to = Keep {
+            dir: &keep_dir,
+            path: keep,
+        };
+        match keep_one(&path, &source, figures, to, block, n) {
             Ok(image) => gathered.images.push(image),
             Err(why) => gathered.notes.push(why),
         }
@@ -139,26 +196,96 @@ fn shown_name(_local: &Path, source: &ImageSource) -> String {
     }
 }
 
-/// The figures a driver saved, in the order it saved them (their names count up).
-fn figures(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
+/// The figure directory held open, and the figures a driver saved there (by name), in the
+/// order it saved them (their names count up). The directory is opened, listed and later
+/// emptied through one descriptor, never through a link: a block may write in it, and may
+/// have renamed it aside and put a link (or another directory) in its place; then nothing
+/// is taken from it and the note says why. Ok(None): there is nothing to look at.
+#[allow(clippy::type_complexity)]
+fn figures(
+    path: &Path,
+    identity: crate::dirfd::Identity,
+) -> Result<Option<(Dir, Vec<PathBuf>)>, String> {
+    let replaced = || {
+        "The kernel's figure directory was replaced by the block (with a link or another directory), so nothing was taken from it: figures the block showed are not kept.".to_string()
     };
-    let mut paths: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok(None);
+    };
+    // The parent is oi-tui's own (read-only inside the sandbox).
+    let Ok(parent) = Dir::open(parent) else {
+        return Ok(None);
+    };
+    let dir = match parent.open_dir(name) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(
+                "The kernel's figure directory was removed or moved by the block, so no figures could be kept.".to_string(),
+            );
+        }
+        Err(e) if is_link_error(&e) || e.raw_os_error() == Some(libc::ENOTDIR) => {
+            return Err(replaced());
+        }
+        Err(_) => return Ok(None),
+    };
+    if dir.identity().ok() != Some(identity) {
+        return Err(replaced());
+    }
+    let Ok(names) = dir.names() else {
+        return Ok(Some((dir, Vec::new())));
+    };
+    let mut paths: Vec<PathBuf> = names
+        .into_iter()
+        .map(PathBuf::from)
         .filter(|p| ImageFormat::from_path(p).is_some())
         .collect();
     paths.sort();
-    paths
+    Ok(Some((dir, paths)))
 }
 
-fn discard_figures(found: &[(PathBuf, ImageSource)]) {
-    for (path, source) in found {
-        if *source == ImageSource::Figure {
-            let _ = std::fs::remove_file(path);
-        }
+/// The directory images are kept in, opened (made 0700 when missing), never through a
+/// link: a block may have replaced it with one (it may be inside the workspace). Made
+/// private on the directory opened, not by its path.
+fn open_keep(keep: &Path) -> Result<Dir, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let shown = keep.display();
+    if std::fs::symlink_metadata(keep).is_err() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(keep)
+            .map_err(|e| format!("{shown} could not be created ({e})"))?;
     }
+    let dir = Dir::open_nofollow(keep).map_err(|e| {
+        let link = std::fs::symlink_metadata(keep).is_ok_and(|m| m.file_type().is_symlink());
+        if is_link_error(&e) || link {
+            let to = std::fs::read_link(keep)
+                .map(|t| crate::safe_text::visible(&t.display().to_string()))
+                .unwrap_or_default();
+            format!(
+                "{shown} is a symbolic link (to {to}), and oi-tui does not write through links (a block could have put it there); remove it"
+            )
+        } else if e.raw_os_error() == Some(libc::ENOTDIR) {
+            format!("{shown} is not a directory")
+        } else {
+            format!("{shown} could not be opened ({e})")
+        }
+    })?;
+    let mode = dir
+        .mode()
+        .map_err(|e| format!("{shown} could not be read ({e})"))?;
+    if mode & 0o077 != 0 {
+        dir.set_mode(mode & 0o700)
+            .map_err(|e| format!("{shown} could not be made private ({e})"))?;
+    }
+    Ok(dir)
+}
+
+/// Where a kept image goes: the directory held open, and its path (to name it by).
+#[derive(Clone, Copy)]
+struct Keep<'a> {
+    dir: &'a Dir,
+    path: &'a Path,
 }
 
 /// Keeps one image as `BLOCK-N.EXT` in `keep` and reads what it is. The source is opened
@@ -168,19 +295,24 @@ fn discard_figures(found: &[(PathBuf, ImageSource)]) {
 fn keep_one(
     path: &Path,
     source: &ImageSource,
-    keep: &Path,
+    figures: Figures<'_>,
+    keep: Keep<'_>,
     block: u64,
     n: usize,
 ) -> Result<Image, String> {
-    use std::os::unix::fs::OpenOptionsExt;
     let name = shown_name(path, source);
     let format = ImageFormat::from_path(path).ok_or_else(|| format!("{name} is not an image."))?;
     let discard = || {
         if *source == ImageSource::Figure {
-            let _ = std::fs::remove_file(path);
+            figures.remove(path);
         }
     };
-    let opened = open_regular(path).and_then(|f| f.metadata().map(|m| (f, m.len())));
+    let opened = if *source == ImageSource::Figure {
+        figures.open(path)
+    } else {
+        open_regular(path)
+    }
+    .and_then(|f| f.metadata().map(|m| (f, m.len())));
     let (file, bytes) = match opened {
         Ok(opened) => opened,
         Err(e) => {
@@ -196,28 +328,53 @@ fn keep_one(
             human_bytes(MAX_BYTES)
         ));
     }
-    let kept = keep.join(format!("{block}-{n}.{}", format.extension()));
-    // A block run again replaces its images.
-    let _ = std::fs::remove_file(&kept);
-    let copied = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .mode(0o600)
-        .open(&kept)
-        .and_then(|mut out| std::io::copy(&mut std::io::Read::take(file, MAX_BYTES), &mut out));
+    // A new file, never one that is there (a block run again keeps its images beside the
+    // earlier ones): nothing in the directory is replaced or written through.
+    let ext = format.extension();
+    let mut created = None;
+    for k in 1..=100u32 {
+        let file_name = match k {
+            1 => format!("{block}-{n}.{ext}"),
+            k => format!("{block}-{n}-{k}.{ext}"),
+        };
+        match keep.dir.create_new(OsStr::new(&file_name), 0o600) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            other => {
+                created = Some(other.map(|out| (file_name, out)));
+                break;
+            }
+        }
+    }
+    let created = created.unwrap_or_else(|| {
+        Err(std::io::Error::other(
+            "every name for it is taken by an earlier image",
+        ))
+    });
+    let (file_name, copied) = match created {
+        Ok((file_name, mut out)) => {
+            let copied = std::io::copy(&mut std::io::Read::take(file, MAX_BYTES), &mut out);
+            (Some(file_name), copied)
+        }
+        Err(e) => (None, Err(e)),
+    };
     discard();
+    let remove_kept = || {
+        if let Some(file_name) = &file_name {
+            let _ = keep.dir.remove_file(OsStr::new(file_name));
+        }
+    };
+    let kept = keep.path.join(file_name.as_deref().unwrap_or_default());
     if let Err(e) = copied {
-        let _ = std::fs::remove_file(&kept);
+        remove_kept();
         return Err(format!(
             "The image {name} could not be kept in {}: {e}.",
-            keep.display()
+            keep.path.display()
         ));
     }
     let (width, height) = match dimensions(&kept, format) {
         Ok(dims) => dims,
         Err(e) => {
-            let _ = std::fs::remove_file(&kept);
+            remove_kept();
             return Err(format!(
                 "{name} is not a readable {} image ({e}); it was not kept.",
                 format.label()

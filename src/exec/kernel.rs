@@ -68,6 +68,9 @@ enum Place {
         dir: tempfile::TempDir,
         /// Where the driver saves figures (apart from `dir`: blocks may write here).
         figures: PathBuf,
+        /// The figure directory's identity when oi-tui made it: a block may replace it
+        /// (with a link, another directory), and then nothing is taken from it.
+        figures_identity: crate::dirfd::Identity,
     },
     /// On a host over SSH: `ssh -tt` runs in the local PTY; the helper there knows the
     /// kernel by `name` (its directory in the session's one).
@@ -148,6 +151,7 @@ impl Kernel {
             .figures
             .join(dir.path().file_name().unwrap_or_default());
         std::fs::DirBuilder::new().mode(0o700).create(&figures)?;
+        let figures_identity = crate::dirfd::Dir::open_nofollow(&figures)?.identity()?;
         let fifo_path = dir.path().join("control");
         make_fifo(&fifo_path)?;
         // Opened for reading and writing, so that opening never waits for the driver.
@@ -194,6 +198,7 @@ impl Kernel {
                 control_fifo,
                 dir,
                 figures,
+                figures_identity,
             },
         })
     }
@@ -227,10 +232,15 @@ impl Kernel {
         }
     }
 
-    /// Where the driver saves the figures a block shows (here).
-    pub fn figures_dir(&self) -> Option<PathBuf> {
+    /// Where the driver saves the figures a block shows (here), and that directory's
+    /// identity when oi-tui made it.
+    pub(crate) fn figures_dir(&self) -> Option<(PathBuf, crate::dirfd::Identity)> {
         match &self.place {
-            Place::Local { figures, .. } => Some(figures.clone()),
+            Place::Local {
+                figures,
+                figures_identity,
+                ..
+            } => Some((figures.clone(), *figures_identity)),
             Place::Remote { .. } => None,
         }
     }

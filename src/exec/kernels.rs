@@ -390,7 +390,8 @@ impl Kernels {
         let Some(keep) = self.image_dir() else {
             return;
         };
-        let (Some(dir), Some(figures)) = (kernel.dir(), kernel.figures_dir()) else {
+        let (Some(dir), Some((figures, figures_identity))) = (kernel.dir(), kernel.figures_dir())
+        else {
             return;
         };
         let mut roots = vec![self.config.cwd.clone()];
@@ -398,6 +399,7 @@ impl Kernels {
         let ignored = [keep.clone(), dir.to_path_buf()];
         let sources = super::images::Sources {
             figures: &figures,
+            figures_identity,
             roots: &roots,
             ignored: &ignored,
             since,

@@ -156,74 +156,113 @@ pub(crate) fn one_line(text: &str) -> String {
 /// have put one where an export was to go, pointing anywhere; that is an error, and the
 /// link stays as it was.
 pub fn write_whole(path: &Path, text: &str, executable: bool) -> Result<(), String> {
+    use crate::dirfd::is_link_error;
+    use std::ffi::OsStr;
+    use std::os::unix::fs::PermissionsExt;
     let cannot = |e: &dyn std::fmt::Display| {
         format!(
             "cannot write {}: {e}",
             crate::safe_text::visible(&path.display().to_string())
         )
     };
-    if let Ok(m) = std::fs::symlink_metadata(path)
-        && m.file_type().is_symlink()
-    {
-        let to = std::fs::read_link(path)
-            .map(|t| crate::safe_text::visible(&t.display().to_string()))
-            .unwrap_or_default();
-        return Err(cannot(&format!(
-            "it is a symbolic link (to {to}), and oi-tui does not write through links (a block could have put it there); remove it, or give the file's own path"
-        )));
-    }
-    let target: PathBuf = path.to_path_buf();
-    let existing = std::fs::metadata(&target).ok();
-    if existing.as_ref().is_some_and(|m| m.is_dir()) {
-        return Err(cannot(&"it is a directory; give a file name"));
-    }
-    let dir = match target.parent() {
+    let through_link = |at: &Path, to: String| {
+        format!(
+            "{} is a symbolic link (to {}), and oi-tui does not write through links (a block could have put it there); remove it, or give the file's own path",
+            crate::safe_text::visible(&at.display().to_string()),
+            crate::safe_text::visible(&to),
+        )
+    };
+    let dir_path = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = target
+    let name = path
         .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
         .ok_or_else(|| cannot(&"it names no file"))?;
-    let (file, temp) = create_temp(&dir, &name, executable).map_err(|e| cannot(&e))?;
+    let dir = open_parent(&dir_path).map_err(|e| match e {
+        crate::dirfd::WalkError::Link(at) => {
+            let to = std::fs::read_link(&at)
+                .map(|t| t.display().to_string())
+                .unwrap_or_default();
+            cannot(&through_link(&at, to))
+        }
+        crate::dirfd::WalkError::Io(e) => cannot(&e),
+    })?;
+    let existing = dir.entry_mode(name).map_err(|e| cannot(&e))?;
+    if existing.is_some_and(crate::dirfd::is_link_mode) {
+        let to = dir
+            .read_link(name)
+            .map(|t| Path::new(&t).display().to_string())
+            .unwrap_or_default();
+        return Err(cannot(&format!(
+            "it is a symbolic link (to {}), and oi-tui does not write through links (a block could have put it there); remove it, or give the file's own path",
+            crate::safe_text::visible(&to)
+        )));
+    }
+    if existing.is_some_and(crate::dirfd::is_dir_mode) {
+        return Err(cannot(&"it is a directory; give a file name"));
+    }
+    let shown_name = name.to_string_lossy();
+    let mut temp = None;
+    for attempt in 0..100u32 {
+        let t = format!(".{shown_name}.{}-{attempt}.part", std::process::id());
+        match dir.create_new(OsStr::new(&t), if executable { 0o777 } else { 0o666 }) {
+            Ok(file) => {
+                temp = Some((file, t));
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(cannot(&e)),
+        }
+    }
+    let (file, temp) = temp.ok_or_else(|| cannot(&"no free temporary name"))?;
     let written = (|| -> std::io::Result<()> {
         let mut file = file;
         file.write_all(text.as_bytes())?;
-        if let Some(m) = &existing {
-            file.set_permissions(m.permissions())?;
+        if let Some(mode) = existing {
+            file.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))?;
         }
         file.sync_all()?;
         drop(file);
-        std::fs::rename(&temp, &target)
+        dir.rename(OsStr::new(&temp), name)
     })();
     written.map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        cannot(&e)
+        let _ = dir.remove_file(OsStr::new(&temp));
+        if is_link_error(&e) {
+            cannot(&"a symbolic link was put in its way while it was written")
+        } else {
+            cannot(&e)
+        }
     })
 }
 
-/// A new file beside `name` in `dir` that no one else holds.
-fn create_temp(
-    dir: &Path,
-    name: &str,
-    executable: bool,
-) -> std::io::Result<(std::fs::File, PathBuf)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut last = None;
-    for attempt in 0..100u32 {
-        let temp = dir.join(format!(".{name}.{}-{attempt}.part", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(if executable { 0o777 } else { 0o666 })
-            .open(&temp)
-        {
-            Ok(file) => return Ok((file, temp)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
+/// The directory an export goes in, held open. A path in the current directory (relative,
+/// or absolute inside it) is walked one part at a time and refused at the first part that
+/// is a symbolic link: a block may have planted one there, pointing anywhere. Links on an
+/// absolute path elsewhere are the person's own and are followed.
+fn open_parent(dir: &Path) -> Result<crate::dirfd::Dir, crate::dirfd::WalkError> {
+    use crate::dirfd::{Dir, WalkError};
+    let cwd = std::env::current_dir().ok();
+    let inside = if dir.is_relative() {
+        Some(dir.to_path_buf())
+    } else {
+        cwd.as_ref()
+            .and_then(|cwd| dir.strip_prefix(cwd).ok())
+            .map(Path::to_path_buf)
+    };
+    match inside {
+        Some(rel) => {
+            let here = Dir::open(Path::new(".")).map_err(WalkError::Io)?;
+            match here.walk(&rel) {
+                // Named as given, from the current directory.
+                Err(WalkError::Link(at)) if !dir.is_relative() => {
+                    Err(WalkError::Link(cwd.map(|c| c.join(&at)).unwrap_or(at)))
+                }
+                other => other,
+            }
         }
+        None => Dir::open(dir).map_err(WalkError::Io),
     }
-    Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary name")))
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ mod replay;
 mod safe_text;
 mod sandbox;
 mod sandbox_boundary;
+mod sandbox_planted;
 mod secrets;
 mod sessions;
 mod sessions_browser;
