@@ -218,6 +218,9 @@ pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
     // outside as the monitor: Ctrl-C and interrupts then reach the kernel alone, not bwrap
     // (which would die of SIGINT and take the kernel with it).
     args.extend([exe.into(), super::TRAMPOLINE.into(), "--foreground".into()]);
+    if plan.network == Network::Off {
+        args.push("--no-network".into());
+    }
     args.extend(super::exec_guard::args(&super::deny_rules()));
     args.push("--".into());
     args
@@ -308,7 +311,8 @@ mod tests {
     }
 
     /// Every capability goes, /dev is made anew, the private temp dir stands for /tmp, the
-    /// kernels' directories are read-only and only the figures writable.
+    /// user's oi-tui directory is an empty one with this process's kernels read-only, and
+    /// only the figures writable.
     #[test]
     fn the_prefix_drops_capabilities_and_hides_the_real_temp_dir() {
         let text = joined("/home/ada/proj", true, &[PathBuf::from("/tmp")]);
@@ -319,13 +323,14 @@ mod tests {
         );
         assert!(!text.contains("--dev-bind /dev /dev"), "{text}");
         assert!(text.contains("--bind /p/t /tmp"), "{text}");
-        assert!(text.contains("--ro-bind /p /p"), "{text}");
-        assert!(text.contains("--bind /p/f /p/f"), "{text}");
+        assert!(!text.contains("--ro-bind /p /p"), "{text}");
+        assert!(text.contains("--tmpfs /p --ro-bind /p/k /p/k"), "{text}");
+        assert!(text.contains("--bind /p/f /p/f --remount-ro /p"), "{text}");
         // The private temp dir first, the workspace after it; the kernels' directories
         // after both.
         let tmp = text.find("--bind /p/t /tmp");
         let ws = text.find("--bind /home/ada/proj /home/ada/proj");
-        let kernels = text.find("--ro-bind /p /p");
+        let kernels = text.find("--tmpfs /p");
         assert!(tmp < ws && ws < kernels, "{text}");
     }
 
@@ -337,7 +342,7 @@ mod tests {
         assert!(!text.contains("--bind /p/t /tmp"), "{text}");
         let ws = text.find("--bind / /");
         let dev = text.find("--dev /dev");
-        let kernels = text.find("--ro-bind /p /p");
+        let kernels = text.find("--tmpfs /p");
         assert!(ws < dev && dev < kernels, "{text}");
     }
 

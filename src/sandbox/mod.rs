@@ -16,6 +16,7 @@ mod pid_ns;
 pub mod remote;
 mod seccomp;
 mod tracer;
+mod view;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -353,6 +354,11 @@ pub fn prefix_with(
             private,
             settings.network,
             exe,
+            &landlock::Places {
+                tmp_dirs: bubblewrap::temp_dirs(),
+                roots: roots.clone(),
+                cwd: real_cwd,
+            },
         ),
     })
 }

@@ -13,10 +13,7 @@
 //! ignores the terminal's signals, and reaps every orphan). The trampoline outside waits,
 //! and ends as the program ended, passed to it through a pipe.
 
-use std::ffi::CString;
 use std::io::Error;
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
 
 /// Where this process is after [`enter`].
 pub(super) enum Side {
@@ -55,10 +52,8 @@ const FAILED: u8 = b'E';
 /// Unshares the namespaces and forks (see the module's comment). An error means nothing
 /// was changed: the caller may go on without the namespace.
 ///
-/// `mask`: oi-tui's directory of the user's (every session's kernels), and what of it this
-/// process's kernels need: inside, an empty read-only directory stands in for it, with only
-/// those bound in.
-pub(super) fn enter(mask: Option<(&Path, &[PathBuf])>) -> Result<Side, String> {
+/// `view`: how the file system looks inside (see `view`), made once the namespaces are.
+pub(super) fn enter(view: &super::view::View) -> Result<Side, String> {
     unshare()?;
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: pipe2 fills the two descriptors of the array.
@@ -86,10 +81,10 @@ pub(super) fn enter(mask: Option<(&Path, &[PathBuf])>) -> Result<Side, String> {
             // SAFETY: ends this child at once; the trampoline outside goes on without it.
             unsafe { libc::_exit(125) };
         }
-        if let Some((root, keep)) = mask
-            && let Err(e) = mask_dir(root, keep)
-        {
-            eprintln!("oi-tui sandbox: other sessions' kernels stay visible: {e}");
+        if let Err(e) = view.make() {
+            eprintln!(
+                "oi-tui sandbox: the temp dirs and other sessions' kernels stay in view: {e}"
+            );
         }
         return Ok(Side::Inside(reporter));
     }
@@ -264,105 +259,4 @@ pub(super) fn run_init(
             return Err(format!("lost the program: {}", Error::last_os_error()));
         }
     }
-}
-
-fn c_path(path: &Path) -> Result<CString, String> {
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| "a path holds a NUL byte".to_string())
-}
-
-/// Mounts an empty directory over `root`, binds `keep` (directories under it) back in, and
-/// makes it read-only.
-fn mask_dir(root: &Path, keep: &[PathBuf]) -> Result<(), String> {
-    // Reached through descriptors opened before `root` is covered.
-    let mut held = Vec::new();
-    for dir in keep {
-        let c = c_path(dir)?;
-        // SAFETY: open(2) of a NUL-terminated path; the descriptor is closed below.
-        let fd = unsafe {
-            libc::open(
-                c.as_ptr(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(format!(
-                "cannot open {}: {}",
-                dir.display(),
-                Error::last_os_error()
-            ));
-        }
-        held.push((dir, fd));
-    }
-    let target = c_path(root)?;
-    let tmpfs = c"tmpfs";
-    let options = c"mode=0755";
-    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-    // SAFETY: mount(2) with NUL-terminated strings that live for the calls.
-    let result = (|| unsafe {
-        if libc::mount(
-            tmpfs.as_ptr(),
-            target.as_ptr(),
-            tmpfs.as_ptr(),
-            flags,
-            options.as_ptr().cast(),
-        ) != 0
-        {
-            return Err(format!(
-                "cannot cover {}: {}",
-                root.display(),
-                Error::last_os_error()
-            ));
-        }
-        for (dir, fd) in &held {
-            let point = c_path(dir)?;
-            if libc::mkdir(point.as_ptr(), 0o755) != 0 {
-                return Err(format!(
-                    "cannot make {}: {}",
-                    dir.display(),
-                    Error::last_os_error()
-                ));
-            }
-            let from = c_path(Path::new(&format!("/proc/self/fd/{fd}")))?;
-            if libc::mount(
-                from.as_ptr(),
-                point.as_ptr(),
-                std::ptr::null(),
-                libc::MS_BIND | libc::MS_REC,
-                std::ptr::null(),
-            ) != 0
-            {
-                return Err(format!(
-                    "cannot bind {}: {}",
-                    dir.display(),
-                    Error::last_os_error()
-                ));
-            }
-        }
-        if libc::mount(
-            std::ptr::null(),
-            target.as_ptr(),
-            std::ptr::null(),
-            libc::MS_REMOUNT | libc::MS_RDONLY | flags,
-            std::ptr::null(),
-        ) != 0
-        {
-            return Err(format!(
-                "cannot make {} read-only: {}",
-                root.display(),
-                Error::last_os_error()
-            ));
-        }
-        // A working directory under `root` is the covered one until looked up again.
-        if let Ok(cwd) = std::env::current_dir()
-            && cwd.starts_with(root)
-        {
-            let _ = std::env::set_current_dir(&cwd);
-        }
-        Ok(())
-    })();
-    for (_, fd) in held {
-        // SAFETY: closes a descriptor opened above.
-        unsafe { libc::close(fd) };
-    }
-    result
 }

@@ -211,7 +211,9 @@ async fn network_off_under_landlock_stops_udp_and_abstract_sockets() {
              try:\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n    s.sendto(b'hi', ('127.0.0.1', {port}))\n    print('UDP-' + 'SENT')\n\
              except OSError as e:\n    print('UDP-' + 'BLOCKED', e.errno)\n\
              try:\n    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n    u.connect('\\0{abstract_name}')\n    print('ABSTRACT-' + 'CONNECTED')\n\
-             except OSError as e:\n    print('ABSTRACT-' + 'BLOCKED', e.errno)\n"
+             except OSError as e:\n    print('ABSTRACT-' + 'BLOCKED', e.errno)\n\
+             try:\n    v = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)\n    print('VSOCK-' + 'MADE')\n\
+             except OSError as e:\n    print('VSOCK-' + 'BLOCKED', e.errno)\n"
         );
         let server =
             ModelServer::start(vec![Reply::tool("python", &code), Reply::text("Done.")]).await;
@@ -223,6 +225,8 @@ async fn network_off_under_landlock_stops_udp_and_abstract_sockets() {
             assert!(all.contains("UDP-BLOCKED"), "{backend}:\n{all}");
         }
         assert!(all.contains("ABSTRACT-BLOCKED"), "{backend}:\n{all}");
+        // A virtual machine's host is not behind a network namespace.
+        assert!(all.contains("VSOCK-BLOCKED"), "{backend}:\n{all}");
         let mut buf = [0u8; 8];
         assert!(udp.recv_from(&mut buf).is_err(), "{backend}: UDP arrived");
         assert!(
