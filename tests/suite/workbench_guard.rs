@@ -77,7 +77,9 @@ async fn end_then_y_on_a_200_line_block_names_the_lines_never_shown_and_waits() 
         // y right after the notice runs it.
         tmux.send(&["y"]);
         tmux.wait_for("two hundred 200").await;
-        tmux.wait_for("Done.").await;
+        // The model hears the output (narrow, the output stays in view: the turn's end says
+        // idle).
+        tmux.wait_for(" tok · idle").await;
         assert_eq!(server.chats().len(), 2, "{width}x{height}");
     }
 }
