@@ -191,6 +191,11 @@ pub struct App {
     pub help: bool,
     /// The help overlay's first line shown.
     pub help_scroll: usize,
+    /// What the help overlay drew last: its lines (wrapped to the width) and the rows shown.
+    pub help_view: std::cell::Cell<(usize, usize)>,
+    /// The notice of lines never shown was just given for this content and action: the
+    /// same key next goes on anyway (any other key takes it back).
+    pub run_anyway: Option<(u64, super::keymap::Action)>,
     pub tokens: (u64, u64),
     pub last_ctrl_c: Option<Instant>,
     pub confirm_quit: bool,
@@ -275,6 +280,8 @@ impl App {
             focus: Focus::Input,
             help: false,
             help_scroll: 0,
+            help_view: std::cell::Cell::new((0, 0)),
+            run_anyway: None,
             tokens: (0, 0),
             last_ctrl_c: None,
             confirm_quit: false,
@@ -378,8 +385,17 @@ impl App {
     fn reduce(&mut self, msg: Msg) -> Vec<Effect> {
         match msg {
             Msg::Key(key) => self.key(key),
-            Msg::Paste(text) => self.paste(&text),
-            Msg::Mouse(mouse) => self.mouse(mouse),
+            Msg::Paste(text) => {
+                self.run_anyway = None;
+                self.paste(&text)
+            }
+            Msg::Mouse(mouse) => {
+                // A click or the wheel is another key for the guard (a mere move is not).
+                if !matches!(mouse.kind, crossterm::event::MouseEventKind::Moved) {
+                    self.run_anyway = None;
+                }
+                self.mouse(mouse)
+            }
             Msg::Engine(event) => {
                 self.engine(event);
                 Vec::new()

@@ -456,13 +456,25 @@ const COMMANDS: [(&str, &str); 9] = [
     ("/quit", "quit"),
 ];
 
-/// The help overlay's lines: every binding of the keymap, by section, then the commands.
-pub fn help_lines(app: &App) -> Vec<Line<'static>> {
-    let key = |k: &str, what: &str| {
-        Line::from(vec![
-            Span::styled(format!("{k:<19} "), app.theme.key),
-            Span::styled(what.to_string(), app.theme.text),
-        ])
+/// The column where the help's descriptions start.
+const HELP_KEYS: usize = 20;
+
+/// The help overlay's lines at `width` columns: every binding of the keymap, by section,
+/// then the commands; a description too long for the width goes on under itself.
+pub fn help_lines(app: &App, width: usize) -> Vec<Line<'static>> {
+    let key = |lines: &mut Vec<Line<'static>>, k: &str, what: &str| {
+        // A long key label pushes its description on; it still wraps under the column.
+        let used = (k.chars().count() + 1).max(HELP_KEYS);
+        let first_room = width.saturating_sub(used).max(8);
+        let room = width.saturating_sub(HELP_KEYS).max(8);
+        for (i, piece) in wrap_words(what, first_room, room).into_iter().enumerate() {
+            let lead = if i == 0 {
+                Span::styled(format!("{k:<w$} ", w = used - 1), app.theme.key)
+            } else {
+                Span::raw(" ".repeat(HELP_KEYS))
+            };
+            lines.push(Line::from(vec![lead, Span::styled(piece, app.theme.text)]));
+        }
     };
     let mut lines = Vec::new();
     let mut section = "";
@@ -471,25 +483,63 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
             section = s;
             lines.push(Line::styled(s.to_string(), app.theme.accent));
         }
-        lines.push(key(&keys, what));
+        key(&mut lines, &keys, what);
     }
     lines.push(Line::styled("Commands in the input", app.theme.accent));
     for (k, what) in COMMANDS {
-        lines.push(key(k, what));
+        key(&mut lines, k, what);
     }
     lines
 }
 
+/// `text` cut at spaces into pieces of at most `first` columns, then `rest` (a word longer
+/// than that is cut where it must be).
+fn wrap_words(text: &str, first: usize, rest: usize) -> Vec<String> {
+    let mut pieces = vec![String::new()];
+    let mut room = first;
+    for word in text.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        while let Some(piece) = pieces.last_mut() {
+            let used = piece.chars().count();
+            let gap = usize::from(used > 0);
+            if used + gap + word.len() <= room {
+                if gap > 0 {
+                    piece.push(' ');
+                }
+                piece.extend(word.iter());
+                break;
+            }
+            if used == 0 {
+                // Longer than a whole line: what fits, and the rest on the next.
+                let tail = word.split_off(room.min(word.len()));
+                piece.extend(word.iter());
+                word = tail;
+                if word.is_empty() {
+                    break;
+                }
+            }
+            pieces.push(String::new());
+            room = rest;
+        }
+    }
+    pieces
+}
+
+/// The help overlay's widest.
+pub(super) const HELP_WIDTH: usize = 96;
+
 pub(super) fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
-    let lines = help_lines(app);
-    let r = centered(area, 96, lines.len() as u16 + 2);
+    let width = area.width.min(HELP_WIDTH as u16);
+    let lines = help_lines(app, width.saturating_sub(2) as usize);
+    let r = centered(area, width, lines.len() as u16 + 2);
     frame.render_widget(Clear, r);
     let inner_rows = r.height.saturating_sub(2) as usize;
+    app.help_view.set((lines.len(), inner_rows));
     let max = lines.len().saturating_sub(inner_rows);
     let top = app.help_scroll.min(max);
     let title = if max > 0 {
         format!(
-            " Keys · lines {}–{} of {} · ↑↓ PgUp PgDn scroll · Esc closes ",
+            " Keys · lines {}–{} of {} · ↑↓ PgUp PgDn Home End · Esc closes ",
             top + 1,
             top + inner_rows,
             lines.len()

@@ -165,6 +165,22 @@ pub const TABLE: &[Spec] = &[
         None,
     ),
     spec(
+        A::ClearLine,
+        None,
+        &["ctrl-u"],
+        W::Input,
+        "clear the line before the cursor (Ctrl-Z undoes)",
+        None,
+    ),
+    spec(
+        A::Undo,
+        None,
+        &["ctrl-z"],
+        W::Input,
+        "undo the last change in the input",
+        None,
+    ),
+    spec(
         A::Interrupt,
         None,
         &["ctrl-c"],

@@ -26,9 +26,10 @@ impl App {
         let mode = browser.mode.clone();
         match action {
             Some(Action::Help) => {
-                // At the browser's keys.
+                // At the browser's keys (placed for the widest overlay: on a narrower one,
+                // lines wrapped above push the section a few rows down, still in view).
                 self.help = true;
-                self.help_scroll = super::bars::help_lines(self)
+                self.help_scroll = super::bars::help_lines(self, super::bars::HELP_WIDTH - 2)
                     .iter()
                     .position(|l| l.spans.iter().any(|s| s.content == BROWSER_SECTION))
                     .unwrap_or(0);

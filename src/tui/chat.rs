@@ -190,6 +190,13 @@ impl Chat {
         }
     }
 
+    /// Scrolled away from the bottom of more rows than the pane shows (as last drawn).
+    pub fn scrolled_away(&self) -> bool {
+        let v = self.view.get();
+        let max = v.total.saturating_sub(v.rows);
+        self.scroll.is_some_and(|top| top < max)
+    }
+
     /// Scrolls by `delta` rows (negative: up), clamped to the content; reaching the bottom
     /// follows it again.
     pub fn scroll_by(&mut self, delta: isize) {

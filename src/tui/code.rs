@@ -1,7 +1,8 @@
 //! The code pane: a block (or the diff after an edit) with line numbers, long lines wrapped
 //! with a continuation mark, scrolled with the keys and the wheel, and `lines 1–27 of 61 ↓`
 //! when not everything fits. It remembers which lines of the current content were ever on
-//! screen, so that running a block whose end nobody saw first brings that end into view.
+//! screen (at any scroll position and any size; a wrapped line only when every one of its
+//! rows was), so that running a block with lines nobody saw first brings them into view.
 //!
 //! The reducer moves the scroll; drawing records the geometry (rows, viewport, which lines
 //! were drawn) through cells, because only the drawing knows the pane's size.
@@ -31,10 +32,11 @@ struct State {
     row_count: usize,
     /// The first visual row of each content line.
     line_rows: Vec<usize>,
-    /// Which content lines were ever on screen.
+    /// Which content lines were ever on screen whole (every row of a wrapped line).
     seen: Vec<bool>,
-    /// `y` already brought the unseen lines into view once.
-    warned: bool,
+    /// Which visual rows at `width` were ever on screen: a wrapped line taller than the
+    /// pane is seen when all of its rows were, at whatever scroll.
+    rows_seen: Vec<bool>,
     /// The content changed but was not drawn yet.
     stale: bool,
     styled: bool,
@@ -98,40 +100,45 @@ impl CodeView {
         s.seen.iter().filter(|seen| !**seen).count()
     }
 
-    /// Before running: when some lines were never on screen and the person was not told yet,
-    /// scroll to the first of them and return what to tell the person; None: go ahead.
-    pub fn guard(&self, key: u64, total_lines: usize) -> Option<String> {
+    /// Before running: when some lines were never on screen, scrolls to the first of them
+    /// and says how many there are; None: every line was on screen.
+    pub fn guard(&self, key: u64, total_lines: usize) -> Option<Unseen> {
         let unseen = self.unseen(key, total_lines);
-        let mut s = self.state.borrow_mut();
-        if unseen == 0 || (s.warned && s.key == key) {
+        if unseen == 0 {
             return None;
         }
+        let mut s = self.state.borrow_mut();
         if s.key != key || s.stale {
             // Never drawn: it will be, from the top.
             s.key = key;
             s.stale = true;
             s.scroll = 0;
-            s.warned = true;
-            return Some(format!(
-                "the block was not on screen yet ({total_lines} lines): look, then press again to run"
-            ));
+            return Some(Unseen {
+                unseen,
+                never: unseen,
+                total: total_lines,
+                drawn: false,
+            });
         }
-        s.warned = true;
         let first = s.seen.iter().position(|seen| !*seen).unwrap_or(0);
         let row = s.line_rows.get(first).copied().unwrap_or(0);
         let max = s.row_count.saturating_sub(s.height);
         s.scroll = row.min(max);
-        let last_row = (s.scroll + s.height).min(s.row_count);
-        let last_line = s
-            .line_rows
-            .iter()
-            .rposition(|r| *r < last_row)
-            .unwrap_or(first);
-        Some(format!(
-            "{unseen} of {total_lines} lines unseen; showing {}–{}; press again to run",
-            first + 1,
-            last_line + 1
-        ))
+        let (from, to) = (s.scroll, (s.scroll + s.height).min(s.row_count));
+        // What the next frame shows counts as shown: the notice names what stays unread.
+        let never = (0..s.seen.len())
+            .filter(|&i| {
+                !s.seen[i]
+                    && !rows_of(&s.line_rows, s.row_count, i)
+                        .all(|r| (from..to).contains(&r) || s.rows_seen.get(r) == Some(&true))
+            })
+            .count();
+        Some(Unseen {
+            unseen,
+            never,
+            total: total_lines,
+            drawn: true,
+        })
     }
 
     /// Draws `content` in `inner` (the pane's inside); returns the position text for the
@@ -152,6 +159,10 @@ impl CodeView {
         {
             s.styled = content.styled;
             let (row_count, line_rows) = layout(&content, inner.width);
+            if row_count != s.row_count || line_rows != s.line_rows {
+                // Rows of another width: what was seen whole stays seen, in `seen`.
+                s.rows_seen = vec![false; row_count];
+            }
             s.row_count = row_count;
             s.line_rows = line_rows;
             s.width = inner.width;
@@ -161,16 +172,32 @@ impl CodeView {
         if s.seen.len() != total {
             s.seen = vec![false; total];
         }
+        if s.rows_seen.len() != s.row_count {
+            s.rows_seen = vec![false; s.row_count];
+        }
         let max = s.row_count.saturating_sub(s.height);
         s.scroll = s.scroll.min(max);
         let end = (s.scroll + s.height).min(s.row_count);
         let shown = rows_between(&content, inner.width, &s.line_rows, s.scroll, end);
-        // A line counts as seen when its first row was drawn.
+        // A line counts as seen when every one of its rows was drawn, now or before.
         let (from, to) = (s.scroll, end);
-        for i in 0..total {
-            let row = s.line_rows[i];
-            if row >= from && row < to {
-                s.seen[i] = true;
+        let State {
+            rows_seen,
+            seen,
+            line_rows,
+            row_count,
+            ..
+        } = &mut *s;
+        for row in rows_seen.iter_mut().take(to).skip(from) {
+            *row = true;
+        }
+        let first = line_rows.partition_point(|r| *r <= from).saturating_sub(1);
+        for (i, whole) in seen.iter_mut().enumerate().skip(first) {
+            if line_rows.get(i).is_none_or(|r| *r >= to) {
+                break;
+            }
+            if rows_of(line_rows, *row_count, i).all(|r| rows_seen.get(r) == Some(&true)) {
+                *whole = true;
             }
         }
         frame.render_widget(Paragraph::new(shown), inner);
@@ -187,6 +214,26 @@ impl CodeView {
         };
         format!("lines {first}–{last} of {total}{arrows}")
     }
+}
+
+/// What `y` found before running: lines never on screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unseen {
+    /// Lines never on screen so far.
+    pub unseen: usize,
+    /// Of those, the lines the scroll to the first of them does not bring into view either:
+    /// what stays unread if the person goes on now.
+    pub never: usize,
+    pub total: usize,
+    /// The content was drawn at all (false: it was not on screen yet).
+    pub drawn: bool,
+}
+
+/// The visual rows of content line `i`.
+fn rows_of(line_rows: &[usize], row_count: usize, i: usize) -> std::ops::Range<usize> {
+    let start = line_rows.get(i).copied().unwrap_or(row_count);
+    let end = line_rows.get(i + 1).copied().unwrap_or(row_count);
+    start..end
 }
 
 /// The width of the numbers in the gutter (0 when unnumbered), and the room left for the
@@ -355,15 +402,24 @@ mod tests {
     }
 
     #[test]
-    fn the_guard_shows_unseen_lines_once() {
+    fn the_guard_shows_unseen_lines_until_every_line_was_shown() {
         let theme = Theme::load("dark", Depth::None).unwrap();
         let view = CodeView::default();
         draw(&view, content(&theme, 61, 7), 40, 27);
         let told = view.guard(7, 61).unwrap();
-        assert!(told.starts_with("34 of 61 lines"), "{told}");
+        // 34 never shown; the scroll to line 28 shows 27 of them, 7 stay unread.
+        assert_eq!(
+            (told.unseen, told.never, told.total),
+            (34, 7, 61),
+            "{told:?}"
+        );
         let (screen, _) = draw(&view, content(&theme, 61, 7), 40, 27);
         assert!(screen.contains("28 line 28") && screen.contains("54 line 54"));
-        // The second press goes ahead.
+        // Still 7 lines never shown: the guard stops again (the keys decide whether the
+        // person said to go on anyway).
+        let told = view.guard(7, 61).unwrap();
+        assert_eq!((told.unseen, told.never), (7, 0), "{told:?}");
+        draw(&view, content(&theme, 61, 7), 40, 27);
         assert_eq!(view.guard(7, 61), None);
         // A short block seen whole needs no second press.
         let view = CodeView::default();
@@ -372,6 +428,41 @@ mod tests {
         // Content never drawn is unseen.
         let view = CodeView::default();
         assert!(view.guard(9, 3).is_some());
+    }
+
+    /// A wrapped line counts as shown only when every one of its rows was on screen (at
+    /// any scroll position); lines shown stay shown at another width.
+    #[test]
+    fn a_wrapped_line_counts_as_shown_only_when_all_its_rows_were() {
+        let theme = Theme::load("dark", Depth::None).unwrap();
+        let view = CodeView::default();
+        // At 20 columns the long line takes 6 rows (17 columns of code each).
+        let c = |key| Content {
+            key,
+            lines: vec![Line::from("first"), Line::from("x".repeat(100))].into(),
+            numbered: true,
+            styled: false,
+            theme: &theme,
+        };
+        let (screen, _) = draw(&view, c(1), 20, 4);
+        assert!(screen.contains(" 2 xxx"), "{screen}");
+        assert_eq!(view.unseen(1, 2), 1, "3 of its 6 rows were drawn");
+        view.scroll_by(1);
+        draw(&view, c(1), 20, 4);
+        assert_eq!(view.unseen(1, 2), 1, "5 of its 6 rows were drawn");
+        view.scroll_by(2);
+        draw(&view, c(1), 20, 4);
+        assert_eq!(
+            view.unseen(1, 2),
+            0,
+            "every row was drawn, at some position"
+        );
+        // A line seen whole stays seen when the terminal is resized.
+        let view = CodeView::default();
+        draw(&view, c(2), 20, 10);
+        assert_eq!(view.unseen(2, 2), 0);
+        draw(&view, c(2), 12, 3);
+        assert_eq!(view.unseen(2, 2), 0);
     }
 
     #[test]

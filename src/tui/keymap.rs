@@ -32,6 +32,10 @@ pub enum Action {
     // The message input.
     Send,
     Newline,
+    /// Clear the input line before the cursor (as in a shell).
+    ClearLine,
+    /// Undo the last change in the input.
+    Undo,
     // Anywhere.
     Interrupt,
     Quit,

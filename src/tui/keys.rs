@@ -22,22 +22,27 @@ impl App {
         if key.kind == KeyEventKind::Release {
             return Vec::new();
         }
+        self.forget_run_anyway(&key);
         if self.help {
+            // What the overlay drew last: its wrapped lines and the rows it shows.
+            let (lines, rows) = self.help_view.get();
+            let max = lines.saturating_sub(rows);
+            let page = rows.saturating_sub(1).max(1);
             match key.code {
                 KeyCode::Up | KeyCode::Char('k') => {
                     self.help_scroll = self.help_scroll.saturating_sub(1)
                 }
                 KeyCode::Down | KeyCode::Char('j') => self.help_scroll += 1,
-                KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(10),
-                KeyCode::PageDown | KeyCode::Char(' ') => self.help_scroll += 10,
+                KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(page),
+                KeyCode::PageDown | KeyCode::Char(' ') => self.help_scroll += page,
                 KeyCode::Home => self.help_scroll = 0,
+                KeyCode::End => self.help_scroll = max,
                 KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q') | KeyCode::F(1) => {
                     self.help = false
                 }
                 _ if self.keymap.is(Action::Help, &key) => self.help = false,
                 _ => {}
             }
-            let max = super::bars::help_lines(self).len();
             self.help_scroll = self.help_scroll.min(max);
             return Vec::new();
         }
@@ -143,6 +148,12 @@ impl App {
             }
             Action::Send => return self.submit(),
             Action::Newline => self.input.insert_newline(),
+            Action::ClearLine => {
+                self.input.delete_line_by_head();
+            }
+            Action::Undo => {
+                self.input.undo();
+            }
             Action::FocusNext => self.cycle_focus(1),
             Action::FocusPrev => self.cycle_focus(-1),
             Action::FocusTerminal => {
@@ -216,32 +227,20 @@ impl App {
 
     /// A decision key, where the decision has focus.
     fn decide(&mut self, action: Action) -> Vec<Effect> {
+        // Every line on screen first, or the person's explicit go-ahead.
+        if matches!(action, Action::Run | Action::Always) && !self.read_enough(action) {
+            return Vec::new();
+        }
         let Some(pending) = self.pending.as_mut() else {
             return Vec::new();
         };
         let id = pending.block.id;
         let decision = match action {
-            Action::Run => {
-                if let Some(note) = self
-                    .code
-                    .guard(pending.content_key(), pending.content_lines())
-                {
-                    pending.note = Some(note);
-                    return Vec::new();
-                }
-                match &pending.edited {
-                    Some(code) => Decision::Edit { code: code.clone() },
-                    None => Decision::Run,
-                }
-            }
+            Action::Run => match &pending.edited {
+                Some(code) => Decision::Edit { code: code.clone() },
+                None => Decision::Run,
+            },
             Action::Always => {
-                if let Some(note) = self
-                    .code
-                    .guard(pending.content_key(), pending.content_lines())
-                {
-                    pending.note = Some(note);
-                    return Vec::new();
-                }
                 pending.confirm = Some(Confirm::Always);
                 return Vec::new();
             }
@@ -425,6 +424,15 @@ impl App {
         let reason = self.pending.as_ref().is_some_and(|p| p.reason);
         if matches!(key.code, KeyCode::Char(_)) {
             self.last_typed = Some(Instant::now());
+        }
+        // The input's own keys where the table's do not apply (a reason, prefixes).
+        if self.keymap.is(Action::ClearLine, &key) {
+            self.input.delete_line_by_head();
+            return Vec::new();
+        }
+        if self.keymap.is(Action::Undo, &key) {
+            self.input.undo();
+            return Vec::new();
         }
         match key.code {
             KeyCode::Up if !reason && self.input.cursor().0 == 0 => self.history_step(-1),

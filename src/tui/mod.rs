@@ -28,6 +28,7 @@ pub mod markdown;
 mod md_layout;
 mod offers;
 mod replay;
+mod run_guard;
 pub mod stream;
 pub mod terminal;
 pub mod theme;

@@ -12,16 +12,12 @@ impl App {
     /// running, it needs every line of the block seen first. When no rule can allow the
     /// block, the panel says why.
     pub(super) fn open_allow_prompt(&mut self) {
+        if !self.read_enough(super::keymap::Action::AllowPrefix) {
+            return;
+        }
         let Some(pending) = self.pending.as_mut() else {
             return;
         };
-        if let Some(note) = self
-            .code
-            .guard(pending.content_key(), pending.content_lines())
-        {
-            pending.note = Some(note);
-            return;
-        }
         let prefixes = match self.allow_offers.get(&pending.block.id) {
             Some(Suggestion::Prefixes(prefixes)) => prefixes.clone(),
             Some(Suggestion::AlreadyAllowed) => {

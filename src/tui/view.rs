@@ -354,7 +354,8 @@ fn draw_chat(frame: &mut Frame, app: &App, area: Rect) {
         .visible_lines(inner.width, inner.height as usize, &tail, &app.theme);
     frame.render_widget(Paragraph::new(lines), inner);
     let new = app.chat.new_rows();
-    if app.chat.scroll.is_some() {
+    // Only when there is somewhere to return to: scrolled up, and more than fits.
+    if app.chat.scrolled_away() {
         let note = if new > 0 {
             format!(" ↓ {new} new · End returns ")
         } else {

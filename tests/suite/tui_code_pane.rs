@@ -21,11 +21,13 @@ fn y_first_shows_the_lines_never_on_screen() {
         "{first}"
     );
     assert!(first.contains("lines 1–27 of 61 ↓"), "{first}");
-    // y shows the unseen lines and says how many; it does not run yet.
+    // y shows the lines never on screen and says how many stay unread if it runs now; it
+    // does not run yet.
     assert!(app.update(key(KeyCode::Char('y'))).is_empty());
     let second = screen(&mut app, 200, 60);
     assert!(
-        second.contains("34 of 61 lines unseen; showing 28–54; press again to run"),
+        second
+            .contains("7 of 61 lines never shown — y again to run anyway, or scroll to read them"),
         "{second}"
     );
     assert!(second.contains("print(54)"), "{second}");
@@ -134,4 +136,136 @@ fn a_block_from_another_agent_names_its_caller() {
         wide.contains("Code · python · from claude-code over MCP · awaiting your decision"),
         "{wide}"
     );
+}
+
+/// A block of `n` lines, `print(1)` to `print(n)`.
+fn numbered_block(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("print({i})"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The count the guard's notice names: `161` of "161 of 200 lines never shown — …".
+fn never_shown(screen: &str) -> Option<usize> {
+    let at = screen.find(" of 200 lines never shown — y again to run anyway")?;
+    let digits: String = screen[..at]
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    digits.parse().ok()
+}
+
+/// The highest `print(N)` on the screen.
+fn last_print(screen: &str) -> usize {
+    (1..=200)
+        .rev()
+        .find(|i| screen.contains(&format!("print({i})")))
+        .unwrap_or(0)
+}
+
+/// The new-user report: End then y twice ran a 200-line block with 161 lines never shown.
+/// Now y runs only when every line was on screen, or when the person presses y again right
+/// after the notice that names how many were never shown.
+#[test]
+fn end_then_y_runs_a_long_block_only_after_the_notice_naming_the_lines_never_shown() {
+    for (w, h) in [(80, 24), (200, 60)] {
+        let mut app = fresh();
+        propose_code(&mut app, 1, &numbered_block(200));
+        let top = screen(&mut app, w, h);
+        let first_page = last_print(&top);
+        assert!(first_page > 5 && first_page < 100, "{w}x{h}:\n{top}");
+        app.update(key(KeyCode::End));
+        let end = screen(&mut app, w, h);
+        assert!(end.contains("print(200)"), "{w}x{h}:\n{end}");
+        // y: nothing runs; the notice names the lines never shown, and the first of them is
+        // on screen.
+        assert!(app.update(key(KeyCode::Char('y'))).is_empty());
+        let told = screen(&mut app, w, h);
+        let never = never_shown(&told).unwrap_or_else(|| panic!("{w}x{h}: no count:\n{told}"));
+        assert!(never > 100 && never < 200, "{w}x{h}: {never}\n{told}");
+        assert!(
+            told.contains(&format!("print({})", first_page + 1)),
+            "{w}x{h}: the first line never shown is not on screen:\n{told}"
+        );
+        // The count is what stays unread if y runs it now: every line not on any of the
+        // screens so far.
+        let ever = (1..=200)
+            .filter(|i| {
+                let line = format!("print({i})");
+                [&top, &end, &told].iter().any(|s| s.contains(&line))
+            })
+            .count();
+        assert_eq!(never, 200 - ever, "{w}x{h}:\n{told}");
+        // Another key in between takes the explicit yes back: y warns again, and runs
+        // nothing.
+        app.update(key(KeyCode::Down));
+        screen(&mut app, w, h);
+        assert!(
+            app.update(key(KeyCode::Char('y'))).is_empty(),
+            "{w}x{h}: y ran the block after another key"
+        );
+        let again = screen(&mut app, w, h);
+        let fewer = never_shown(&again).unwrap_or_else(|| panic!("{w}x{h}:\n{again}"));
+        assert!(fewer < never, "{w}x{h}: {fewer} !< {never}");
+        // y right after the notice is the explicit yes.
+        assert_eq!(
+            decision(&app.update(key(KeyCode::Char('y')))),
+            Decision::Run,
+            "{w}x{h}"
+        );
+    }
+}
+
+/// Every page read, at any size (some at 80×24, the rest at 200×60): y runs at once.
+#[test]
+fn a_long_block_read_page_by_page_at_any_size_runs_at_once() {
+    for sizes in [
+        [(80, 24), (80, 24)],
+        [(200, 60), (200, 60)],
+        [(80, 24), (200, 60)],
+    ] {
+        let mut app = fresh();
+        propose_code(&mut app, 1, &numbered_block(200));
+        let mut shown = screen(&mut app, sizes[0].0, sizes[0].1);
+        for _ in 0..4 {
+            app.update(key(KeyCode::PageDown));
+            shown = screen(&mut app, sizes[0].0, sizes[0].1);
+        }
+        while !shown.contains("print(200)") {
+            app.update(key(KeyCode::PageDown));
+            shown = screen(&mut app, sizes[1].0, sizes[1].1);
+        }
+        assert_eq!(
+            decision(&app.update(key(KeyCode::Char('y')))),
+            Decision::Run,
+            "{sizes:?}"
+        );
+    }
+}
+
+/// An edited block shows a diff: its lines count anew.
+#[test]
+fn an_edited_block_counts_its_lines_anew() {
+    let mut app = fresh();
+    propose_code(&mut app, 1, &numbered_block(200));
+    let mut shown = screen(&mut app, 200, 60);
+    while !shown.contains("print(200)") {
+        app.update(key(KeyCode::PageDown));
+        shown = screen(&mut app, 200, 60);
+    }
+    app.update(key(KeyCode::Char('e')));
+    app.update(key(KeyCode::Char('#')));
+    app.update(Msg::Key(crossterm::event::KeyEvent::new(
+        KeyCode::Char('s'),
+        crossterm::event::KeyModifiers::CONTROL,
+    )));
+    screen(&mut app, 200, 60);
+    assert!(app.update(key(KeyCode::Char('y'))).is_empty());
+    let told = screen(&mut app, 200, 60);
+    assert!(told.contains("lines never shown"), "{told}");
 }

@@ -15,7 +15,7 @@ fn workbench(server: &ModelServer, width: u16, height: u16) -> (Tmux, tempfile::
 }
 
 /// The same, with `env` settings before the binary (`TERM=linux`).
-fn workbench_with(
+pub(super) fn workbench_with(
     server: &ModelServer,
     width: u16,
     height: u16,
@@ -74,7 +74,9 @@ async fn every_line_of_a_long_block_is_read_before_it_runs_and_typing_never_deci
     // Back to the decision: y first shows the lines never on screen, and runs nothing.
     escape(&tmux).await;
     tmux.send(&["y"]);
-    let screen = tmux.wait_for("lines unseen; showing").await;
+    let screen = tmux
+        .wait_for("lines never shown — y again to run anyway")
+        .await;
     assert!(screen.contains("of 61 lines"), "{screen}");
     assert!(!screen.contains("ran ·"), "{screen}");
     // End shows line 61 itself.
