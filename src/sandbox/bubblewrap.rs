@@ -293,10 +293,13 @@ mod tests {
             "{text:?}"
         );
         assert!(text.contains(&"--unshare-net".to_string()));
+        // With the network off the trampoline refuses the families a network namespace
+        // does not hold (AF_VSOCK).
         assert!(text.ends_with(&[
             "/x/oi-tui".to_string(),
             super::super::TRAMPOLINE.to_string(),
             "--foreground".to_string(),
+            "--no-network".to_string(),
             "--".to_string()
         ]));
         let on = Plan {
