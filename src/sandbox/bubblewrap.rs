@@ -105,6 +105,15 @@ fn find_bwrap() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The places in `/proc` that change the machine, bound read-only over the new `/proc`.
+const PROC_READ_ONLY: &[&str] = &[
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+    "/proc/irq",
+    "/proc/bus",
+    "/proc/fs",
+];
+
 /// What the prefix is made of.
 pub(super) struct Plan<'a> {
     /// The working directory, as a real path.
@@ -206,6 +215,14 @@ pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
     // A process namespace of its own, with its own /proc: a block cannot read oi-tui's
     // environment (the provider's key) or memory through /proc, nor signal its processes.
     args.extend(["--unshare-pid".into(), "--proc".into(), "/proc".into()]);
+    // The kernel's settings are the machine's, and root owns them whatever its capabilities
+    // (a block as root wrote `kernel/core_pattern`, and the next crash ran its script on the
+    // host as root): read-only, as the other places a write reaches the kernel through.
+    for knob in PROC_READ_ONLY {
+        if Path::new(knob).exists() {
+            args.extend(["--ro-bind".into(), (*knob).into(), (*knob).into()]);
+        }
+    }
     if user_namespace_closed() {
         args.extend(["--unshare-user".into(), "--disable-userns".into()]);
     }

@@ -123,7 +123,6 @@ pub(super) fn prefix(
     private: &Private,
     network: Network,
     exe: &Path,
-    places: &Places,
 ) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec![
         exe.into(),
@@ -145,37 +144,12 @@ pub(super) fn prefix(
         args.push(flag.into());
         args.push(dir.clone().into());
     }
-    // The temp dirs no workspace holds are covered; what lies in one is bound back.
-    let cover: Vec<&PathBuf> = places
-        .tmp_dirs
-        .iter()
-        .filter(|t| !places.roots.iter().any(|w| t.starts_with(w)))
-        .collect();
-    for dir in &cover {
-        args.push("--cover".into());
-        args.push((*dir).clone().into());
-    }
-    let mut rebind: Vec<&PathBuf> = places.roots.iter().chain([&places.cwd]).collect();
-    rebind.retain(|p| cover.iter().any(|t| p.starts_with(t)));
-    rebind.dedup();
-    for dir in rebind {
-        args.push("--rebind".into());
-        args.push(dir.clone().into());
-    }
     args.extend(super::exec_guard::args(&super::deny_rules()));
     if network == Network::Off {
         args.push("--no-network".into());
     }
     args.push("--".into());
     args
-}
-
-/// Where the kernel works, for the view it gets (see `view`).
-pub(super) struct Places {
-    pub tmp_dirs: Vec<PathBuf>,
-    /// The writable roots (the workspace), as real paths.
-    pub roots: Vec<PathBuf>,
-    pub cwd: PathBuf,
 }
 
 /// What the trampoline was told.
@@ -191,8 +165,6 @@ struct Plan {
     private: Option<PathBuf>,
     kernels: Option<PathBuf>,
     figures: Option<PathBuf>,
-    cover: Vec<PathBuf>,
-    rebind: Vec<PathBuf>,
     writable: Vec<PathBuf>,
     /// The blocks' temp dir, set as `$TMPDIR`.
     tmpdir: Option<PathBuf>,
@@ -210,8 +182,6 @@ fn parse(args: &[OsString]) -> Result<Plan, String> {
         private: None,
         kernels: None,
         figures: None,
-        cover: Vec::new(),
-        rebind: Vec::new(),
         writable: Vec::new(),
         tmpdir: None,
         deny: Vec::new(),
@@ -225,21 +195,17 @@ fn parse(args: &[OsString]) -> Result<Plan, String> {
                 Some(dir) => plan.writable.push(PathBuf::from(dir)),
                 None => return Err("--write needs a directory".to_string()),
             },
-            Some(flag @ ("--private" | "--kernels" | "--figures" | "--cover" | "--rebind")) => {
-                match it.next() {
-                    Some(dir) => {
-                        let dir = PathBuf::from(dir);
-                        match flag {
-                            "--private" => plan.private = Some(dir),
-                            "--kernels" => plan.kernels = Some(dir),
-                            "--cover" => plan.cover.push(dir),
-                            "--rebind" => plan.rebind.push(dir),
-                            _ => plan.figures = Some(dir),
-                        }
+            Some(flag @ ("--private" | "--kernels" | "--figures")) => match it.next() {
+                Some(dir) => {
+                    let dir = PathBuf::from(dir);
+                    match flag {
+                        "--private" => plan.private = Some(dir),
+                        "--kernels" => plan.kernels = Some(dir),
+                        _ => plan.figures = Some(dir),
                     }
-                    None => return Err(format!("{flag} needs a directory")),
                 }
-            }
+                None => return Err(format!("{flag} needs a directory")),
+            },
             Some("--tmpdir") => match it.next() {
                 Some(dir) => plan.tmpdir = Some(PathBuf::from(dir)),
                 None => return Err("--tmpdir needs a directory".to_string()),
@@ -374,15 +340,12 @@ pub fn trampoline_main(args: &[OsString]) -> i32 {
     }
     let inside = if plan.own_processes {
         let view = super::view::View {
-            cover: plan.cover.clone(),
-            private_tmp: plan.tmpdir.clone(),
             private_root: plan.private.clone(),
             keep: [&plan.kernels, &plan.tmpdir, &plan.figures]
                 .into_iter()
                 .flatten()
                 .cloned()
                 .collect(),
-            rebind: plan.rebind.clone(),
         };
         match super::pid_ns::enter(&view) {
             Ok(super::pid_ns::Side::Outside(code)) => return code,
@@ -465,18 +428,7 @@ mod tests {
             figures: PathBuf::from("/p/f"),
             tmp: PathBuf::from("/p/t"),
         };
-        let places = Places {
-            tmp_dirs: vec![PathBuf::from("/tmp")],
-            roots: roots.clone(),
-            cwd: roots[0].clone(),
-        };
-        let mut args = prefix(
-            &roots,
-            &private,
-            Network::Off,
-            Path::new("/x/oi-tui"),
-            &places,
-        );
+        let mut args = prefix(&roots, &private, Network::Off, Path::new("/x/oi-tui"));
         assert_eq!(args[1], OsString::from(TRAMPOLINE));
         assert_eq!(args[0], OsString::from("/x/oi-tui"));
         args.push("python3".into());

@@ -354,11 +354,6 @@ pub fn prefix_with(
             private,
             settings.network,
             exe,
-            &landlock::Places {
-                tmp_dirs: bubblewrap::temp_dirs(),
-                roots: roots.clone(),
-                cwd: real_cwd,
-            },
         ),
     })
 }

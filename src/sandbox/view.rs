@@ -1,10 +1,9 @@
-//! The file system a Landlock kernel sees, made in its own mount namespace (see `pid_ns`),
-//! as bubblewrap makes it: the blocks' private temp dir stands in for `/tmp` and `$TMPDIR`
-//! (the host's holds other programs' sockets, an SSH agent's among them), and oi-tui's
-//! directory of the user's (every session's kernels) is an empty read-only one with this
-//! process's kernels, figures and temp dir bound in. A workspace or working directory that
-//! lies in a covered temp dir is bound back at its place. Landlock then forbids every
-//! mount change, so none of it can be undone from inside.
+//! The file system a Landlock kernel sees, made in its own mount namespace (see `pid_ns`):
+//! oi-tui's directory of the user's (every session's kernels) is an empty read-only one
+//! with this process's kernels, figures and temp dir bound in, as under bubblewrap.
+//! Landlock then forbids every mount change, so none of it can be undone from inside. (The
+//! host's temp dir itself stays in view, read-only: binding the private one over it would
+//! put what is bound back beneath it, and a Landlock grant reaches down through mounts.)
 
 use std::ffi::CString;
 use std::io::Error;
@@ -13,21 +12,16 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct View {
-    /// The temp dirs to cover with `private_tmp`.
-    pub cover: Vec<PathBuf>,
-    pub private_tmp: Option<PathBuf>,
     /// oi-tui's directory of the user's, and what of it stays (this process's own).
     pub private_root: Option<PathBuf>,
     pub keep: Vec<PathBuf>,
-    /// What lies in a covered temp dir and is bound back: the workspace, the working dir.
-    pub rebind: Vec<PathBuf>,
 }
 
 fn c_path(path: &Path) -> Result<CString, String> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| "a path holds a NUL byte".to_string())
 }
 
-/// A directory held open, to be bound elsewhere once its path is covered.
+/// A directory held open, to be bound again once its path is covered.
 struct Held {
     path: PathBuf,
     fd: libc::c_int,
@@ -56,11 +50,12 @@ impl Held {
         })
     }
 
-    /// Binds the held directory at `at` (made first when missing).
-    fn bind_at(&self, at: &Path) -> Result<(), String> {
-        std::fs::create_dir_all(at).map_err(|e| format!("cannot make {}: {e}", at.display()))?;
+    /// Binds the held directory at its path again (the mount point made first).
+    fn bind_back(&self) -> Result<(), String> {
+        std::fs::create_dir_all(&self.path)
+            .map_err(|e| format!("cannot make {}: {e}", self.path.display()))?;
         let from = c_path(Path::new(&format!("/proc/self/fd/{}", self.fd)))?;
-        let to = c_path(at)?;
+        let to = c_path(&self.path)?;
         // SAFETY: mount(2) with NUL-terminated strings that live for the call.
         let done = unsafe {
             libc::mount(
@@ -73,9 +68,8 @@ impl Held {
         };
         if done != 0 {
             return Err(format!(
-                "cannot bind {} at {}: {}",
+                "cannot bind {}: {}",
                 self.path.display(),
-                at.display(),
                 Error::last_os_error()
             ));
         }
@@ -95,76 +89,57 @@ const FLAGS: libc::c_ulong = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
 impl View {
     /// Makes the view (in a mount namespace of this process's own).
     pub(super) fn make(&self) -> Result<(), String> {
+        let Some(root) = &self.private_root else {
+            return Ok(());
+        };
         let cwd = std::env::current_dir().ok();
-        // Everything to bind is held before any of it is covered.
-        let tmp = self.private_tmp.as_deref().map(Held::open).transpose()?;
+        // Everything to bind back is held before it is covered.
         let keep: Vec<Held> = self
             .keep
             .iter()
             .map(|p| Held::open(p))
             .collect::<Result<_, _>>()?;
-        let rebind: Vec<Held> = self
-            .rebind
-            .iter()
-            .map(|p| Held::open(p))
-            .collect::<Result<_, _>>()?;
-        if let Some(tmp) = &tmp {
-            let mut cover = self.cover.clone();
-            cover.sort_by_key(|c| c.components().count());
-            for dir in &cover {
-                tmp.bind_at(dir)?;
-            }
+        let target = c_path(root)?;
+        let tmpfs = c"tmpfs";
+        let options = c"mode=0755";
+        // SAFETY: mount(2) with NUL-terminated strings that live for the call.
+        let done = unsafe {
+            libc::mount(
+                tmpfs.as_ptr(),
+                target.as_ptr(),
+                tmpfs.as_ptr(),
+                FLAGS,
+                options.as_ptr().cast(),
+            )
+        };
+        if done != 0 {
+            return Err(format!(
+                "cannot cover {}: {}",
+                root.display(),
+                Error::last_os_error()
+            ));
         }
-        if let Some(root) = &self.private_root {
-            std::fs::create_dir_all(root)
-                .map_err(|e| format!("cannot make {}: {e}", root.display()))?;
-            let target = c_path(root)?;
-            let tmpfs = c"tmpfs";
-            let options = c"mode=0755";
-            // SAFETY: mount(2) with NUL-terminated strings that live for the call.
-            let done = unsafe {
-                libc::mount(
-                    tmpfs.as_ptr(),
-                    target.as_ptr(),
-                    tmpfs.as_ptr(),
-                    FLAGS,
-                    options.as_ptr().cast(),
-                )
-            };
-            if done != 0 {
-                return Err(format!(
-                    "cannot cover {}: {}",
-                    root.display(),
-                    Error::last_os_error()
-                ));
-            }
-            for held in &keep {
-                held.bind_at(&held.path)?;
-            }
-            // SAFETY: as above.
-            let done = unsafe {
-                libc::mount(
-                    std::ptr::null(),
-                    target.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_REMOUNT | libc::MS_RDONLY | FLAGS,
-                    std::ptr::null(),
-                )
-            };
-            if done != 0 {
-                return Err(format!(
-                    "cannot make {} read-only: {}",
-                    root.display(),
-                    Error::last_os_error()
-                ));
-            }
+        for held in &keep {
+            held.bind_back()?;
         }
-        let mut rebind = rebind;
-        rebind.sort_by_key(|h| h.path.components().count());
-        for held in &rebind {
-            held.bind_at(&held.path)?;
+        // SAFETY: as above.
+        let done = unsafe {
+            libc::mount(
+                std::ptr::null(),
+                target.as_ptr(),
+                std::ptr::null(),
+                libc::MS_REMOUNT | libc::MS_RDONLY | FLAGS,
+                std::ptr::null(),
+            )
+        };
+        if done != 0 {
+            return Err(format!(
+                "cannot make {} read-only: {}",
+                root.display(),
+                Error::last_os_error()
+            ));
         }
-        // A working directory that was covered is the old one until looked up again.
+        // A working directory under the covered one is the old one until looked up again.
         if let Some(cwd) = cwd {
             let _ = std::env::set_current_dir(&cwd);
         }

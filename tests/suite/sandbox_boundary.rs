@@ -626,3 +626,23 @@ except OSError as e:
         }
     }
 }
+
+/// The kernel's settings in `/proc/sys` cannot be written from a block, root or not, under
+/// each backend (root without capabilities still owns them: a block wrote
+/// `kernel/core_pattern`, and the next crash ran its script on the host as root). The block
+/// writes back the value it read, so that nothing changes even where it could write.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_cannot_change_the_kernels_settings() {
+    const SCRIPT: &str = "for knob in kernel/core_pattern kernel/hostname; do \
+        v=$(cat /proc/sys/$knob) && printf '%s\\n' \"$v\" > /proc/sys/$knob && echo \"WROTE $knob\"; \
+        done; echo DONE";
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let all = text(&sandboxed(&layout, backend, SCRIPT).await);
+        assert!(all.contains("DONE"), "{backend}: {all}");
+        assert!(
+            !all.contains("WROTE"),
+            "{backend}: a setting was written:\n{all}"
+        );
+    }
+}
