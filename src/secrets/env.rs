@@ -229,6 +229,7 @@ mod tests {
             "SENTRY_DSN",
             // Anywhere in a name.
             "SLACK_WEBHOOK",
+            "API_BEARER",
             "DISCORD_WEBHOOK_URL",
             "CI_JOB_JWT",
             "SALT",

@@ -27,6 +27,7 @@ const SECRET_WORDS: &[&str] = &[
     "JWT",
     "SALT",
     "PRIVATE",
+    "BEARER",
 ];
 
 /// Short words that mark a name as a secret's only as a whole part of it (between `_`s or
@@ -142,6 +143,21 @@ pub fn url_passwords(value: &str) -> Vec<&str> {
 /// JWT `eyJ….eyJ….…`), a PEM private key, a `Password=` or `Pwd=` of a connection string, and
 /// the credentials of an `Authorization:` header (as `GIT_CONFIG_VALUE_0` or
 /// `GIT_CONFIG_PARAMETERS` give git `http.extraHeader`). Each as written in `value`.
+/// Keys known by their prefix: OpenAI's and Anthropic's (`sk-…`), Stripe's (`sk_live_…`,
+/// `rk_live_…`), GitLab's (`glpat-…`), Google's (`AIza…`), Hugging Face's (`hf_…`), PyPI's and
+/// npm's upload tokens; each with the fewest characters that follow it.
+const VENDOR_PREFIXES: &[(&str, usize)] = &[
+    ("sk-", 20),
+    ("sk_live_", 16),
+    ("sk_test_", 16),
+    ("rk_live_", 16),
+    ("glpat-", 20),
+    ("AIza", 30),
+    ("hf_", 30),
+    ("pypi-", 40),
+    ("npm_", 30),
+];
+
 pub fn shaped_secrets(value: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let lower = value.to_ascii_lowercase();
@@ -161,6 +177,18 @@ pub fn shaped_secrets(value: &str) -> Vec<&str> {
         {
             let len = run(at + prefix.len(), &|c| c.is_ascii_alphanumeric());
             if len >= 30 {
+                push(&mut out, &value[at..at + prefix.len() + len]);
+            }
+        }
+    }
+    // Other services' keys by their prefix, with the fewest characters that follow one.
+    for (prefix, least) in VENDOR_PREFIXES {
+        for (at, _) in value
+            .match_indices(prefix)
+            .filter(|(at, _)| starts_word(*at))
+        {
+            let len = run(at + prefix.len(), &|c| token_char(c));
+            if len >= *least {
                 push(&mut out, &value[at..at + prefix.len() + len]);
             }
         }
@@ -359,6 +387,15 @@ mod tests {
             ("xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOp", true),
             ("xoxp-1234567890-0987654321-AbCdEf", true),
             ("AKIAIOSFODNN7EXAMPLE", true),
+            ("sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123", true),
+            ("sk_live_51AbCdEfGhIjKlMnOp", true),
+            ("glpat-AbCdEfGhIjKlMnOpQrSt", true),
+            ("AIzaSyAbCdEfGhIjKlMnOpQrStUvWxYz0123456", true),
+            ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567", true),
+            ("token=npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", true),
+            ("risk-assessment-for-the-whole-team", false),
+            ("ask-me-anything", false),
+            ("hf_short", false),
             ("id=AKIAIOSFODNN7EXAMPLE,region=x", true),
             (jwt, true),
             ("Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln", true),
