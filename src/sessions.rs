@@ -146,7 +146,9 @@ fn attach_resumed(
     // The images blocks make are kept with the session.
     // Absolute: the store keeps them relative to the data directory, however it was given.
     let image_dir = crate::store::images::session_dir(&settings.data_dir, recorder.session_id());
-    config.kernels.image_dir = Some(std::path::absolute(&image_dir).unwrap_or(image_dir));
+    // As a real path (no link in it): images are later kept only through such a path.
+    let image_dir = std::path::absolute(&image_dir).unwrap_or(image_dir);
+    config.kernels.image_dir = Some(crate::store::images::real_path(&image_dir));
     config.kernels.session_id = Some(recorder.session_id().to_string());
     // The store keeps the same messages as the conversation (`/undo` counts on it).
     for message in &unrecorded {

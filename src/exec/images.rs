@@ -256,6 +256,17 @@ fn open_keep(keep: &Path) -> Result<Dir, String> {
             .create(keep)
             .map_err(|e| format!("{shown} could not be created ({e})"))?;
     }
+    // Its whole path, not only its last part: a block may have swapped a directory above
+    // it for a link (the path is a real one, made so when the session started).
+    if let Some(relative) = keep.strip_prefix("/").ok().filter(|_| keep.is_absolute()) {
+        let root = Dir::open(Path::new("/")).map_err(|e| format!("/ could not be opened ({e})"))?;
+        if let Err(crate::dirfd::WalkError::Link(at)) = root.walk(relative) {
+            return Err(format!(
+                "{shown} lies under /{}, which is now a symbolic link, and oi-tui does not write through links (a block could have put it there); remove it",
+                at.display()
+            ));
+        }
+    }
     let dir = Dir::open_nofollow(keep).map_err(|e| {
         let link = std::fs::symlink_metadata(keep).is_ok_and(|m| m.file_type().is_symlink());
         if is_link_error(&e) || link {

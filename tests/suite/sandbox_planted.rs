@@ -212,3 +212,42 @@ async fn an_export_does_not_write_through_a_linked_directory() {
         assert!(layout.path("ws").join("real/r.md").is_file(), "{backend}");
     }
 }
+
+/// Nor when a directory above `--keep-images` is swapped for a link (to a directory that
+/// holds one of the same name): nothing is written there, and the note names the link.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_directory_above_keep_images_swapped_for_a_link_is_not_written_through() {
+    for backend in BACKENDS {
+        let layout = Layout::new();
+        let victim = layout.path("outside").join("v3");
+        std::fs::create_dir_all(victim.join("keep")).expect("victim");
+        let parent = layout.path("ws").join("p");
+        let keep = parent.join("keep");
+        std::fs::create_dir_all(&keep).expect("keep");
+        let code = format!(
+            r#"{png}
+import os
+os.rename({parent:?}, {parent:?} + '.old')
+os.symlink({victim:?}, {parent:?})
+png('pic.png', b'ATTACKER')
+print('SWAPPED-' + 'PARENT')
+"#,
+            png = png_writer(),
+            parent = parent.display().to_string(),
+            victim = victim.display().to_string(),
+        );
+        let mut cmd = layout.command(backend);
+        cmd.args(["run", "python", "-c", &code, "--keep-images"])
+            .arg(&keep);
+        let all = text(&run(cmd).await);
+        assert!(all.contains("SWAPPED-PARENT"), "{backend}:\n{all}");
+        assert!(
+            files_in(&victim.join("keep")).is_empty(),
+            "{backend}: an image was kept behind the link:\n{all}"
+        );
+        assert!(
+            all.contains("which is now a symbolic link"),
+            "{backend}: no note says why:\n{all}"
+        );
+    }
+}
