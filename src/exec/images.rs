@@ -260,7 +260,10 @@ fn open_keep(keep: &Path) -> Result<Dir, String> {
     // it for a link (the path is a real one, made so when the session started).
     if let Some(relative) = keep.strip_prefix("/").ok().filter(|_| keep.is_absolute()) {
         let root = Dir::open(Path::new("/")).map_err(|e| format!("/ could not be opened ({e})"))?;
-        if let Err(crate::dirfd::WalkError::Link(at)) = root.walk(relative) {
+        // (The last part a link is said below, with where it leads.)
+        if let Err(crate::dirfd::WalkError::Link(at)) = root.walk(relative)
+            && at != relative
+        {
             return Err(format!(
                 "{shown} lies under /{}, which is now a symbolic link, and oi-tui does not write through links (a block could have put it there); remove it",
                 at.display()

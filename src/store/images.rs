@@ -51,6 +51,25 @@ pub(super) fn remove_session(data_dir: &Path, session_id: &str) -> std::io::Resu
     }
 }
 
+/// `path` with every link in it resolved: its longest existing part made real, and the rest
+/// (not made yet) put after it.
+pub fn real_path(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            return rest.iter().rev().fold(real, |p, part| p.join(part));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,24 +106,5 @@ mod tests {
         assert_eq!(back[0].path, moved.join("images/s1/3-1.png"));
         assert_eq!(back[1].path, PathBuf::from("/elsewhere/x.svg"));
         assert!(from_column("not json", data).is_empty());
-    }
-}
-
-/// `path` with every link in it resolved: its longest existing part made real, and the rest
-/// (not made yet) put after it.
-pub fn real_path(path: &Path) -> PathBuf {
-    let mut existing = path;
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(existing) {
-            return rest.iter().rev().fold(real, |p, part| p.join(part));
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                existing = parent;
-            }
-            _ => return path.to_path_buf(),
-        }
     }
 }

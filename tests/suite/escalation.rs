@@ -94,8 +94,19 @@ async fn offer_then_yes(size: (u16, u16), backend: &str) {
     assert!(!target.exists(), "ran outside before the yes:\n{screen}");
     tmux.send(&["y"]);
     wait_for_file(&target).await;
-    // Both runs' output stays in the terminal pane (at 80×24 its tab stays in front).
-    let screen = tmux.wait_for("made-it").await;
+    // Both runs' output stays in the terminal pane. At 80×24 the answer comes forward when
+    // the turn ends: the person goes to the Terminal tab to read the output.
+    tmux.wait_for("All done.").await;
+    let mut screen = tmux.capture();
+    for _ in 0..4 {
+        if screen.contains("made-it") {
+            break;
+        }
+        tmux.send(&["Tab"]);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        screen = tmux.capture();
+    }
+    assert!(screen.contains("made-it"), "{screen}");
     assert!(
         screen.contains("Read-only file system")
             || screen.contains("Permission denied")
