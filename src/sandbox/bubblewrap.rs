@@ -182,15 +182,9 @@ pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
             bind("--ro-bind", &git, &git);
         }
     }
-    // The user's oi-tui directory holds every session's kernels, whose control FIFOs a
-    // read-only mount does not keep from being written (a block wrote commands into another
-    // session's kernel, unsandboxed): an empty, read-only directory stands in for it, with
-    // this process's kernels bound in, read-only.
-    args.extend(["--tmpfs".into(), plan.private.root.clone().into()]);
     let mut bind = |flag: &str, from: &Path, to: &Path| {
         args.extend([flag.into(), from.into(), to.into()]);
     };
-    bind("--ro-bind", &plan.private.kernels, &plan.private.kernels);
     // A directory that leads to a protected one is bound onto itself first: a mount point
     // cannot be renamed, so the way to oi-tui's files cannot be moved aside and made anew
     // (`mv ~/.config x; mkdir -p ~/.config/oi-tui`). Its contents stay writable.
@@ -205,12 +199,26 @@ pub(super) fn prefix(plan: &Plan<'_>, exe: &Path) -> Vec<OsString> {
     for way in ways {
         bind("--bind", way, way);
     }
-    // (The user's oi-tui directory is the empty one above, not bound again.)
+    // (The user's oi-tui directory is the empty one below, not bound again.)
     for path in plan.protected.iter().filter(|p| **p != plan.private.root) {
         bind("--ro-bind", path, path);
     }
-    // Last, so that nothing read-only is bound over it.
-    bind("--bind", &plan.private.figures, &plan.private.figures);
+    // The user's oi-tui directory holds every session's kernels, whose control FIFOs a
+    // read-only mount does not keep from being written (a block wrote commands into another
+    // session's kernel, unsandboxed): an empty, read-only directory stands in for it, with
+    // this process's kernels bound in, read-only, and its figures. After every other bind,
+    // so that none (a way to a protected path above it) brings the real one back.
+    args.extend(["--tmpfs".into(), plan.private.root.clone().into()]);
+    args.extend([
+        "--ro-bind".into(),
+        plan.private.kernels.clone().into(),
+        plan.private.kernels.clone().into(),
+    ]);
+    args.extend([
+        "--bind".into(),
+        plan.private.figures.clone().into(),
+        plan.private.figures.clone().into(),
+    ]);
     args.extend(["--remount-ro".into(), plan.private.root.clone().into()]);
     // A process namespace of its own, with its own /proc: a block cannot read oi-tui's
     // environment (the provider's key) or memory through /proc, nor signal its processes.
@@ -397,6 +405,32 @@ mod tests {
         assert!(way.is_some() && way < own, "{text}");
         assert!(
             !text.contains("--bind /home/ada /home/ada --bind /home/ada "),
+            "{text}"
+        );
+    }
+
+    /// The user's oi-tui directory lying in the workspace (the temp dir as the workspace):
+    /// the ways to it are bound first, the empty stand-in after them (bound the other way
+    /// round, a way brought the real directory back, and bwrap failed to make it read-only).
+    #[test]
+    fn the_stand_in_for_oi_tuis_directory_comes_after_the_ways_to_it() {
+        let private = private(Path::new("/w/tmp/oi-tui-0"));
+        let protected = [private.root.clone()];
+        let plan = Plan {
+            cwd: Path::new("/w"),
+            writable: true,
+            private: &private,
+            protected: &protected,
+            network: Network::On,
+            tmp_dirs: &[PathBuf::from("/tmp")],
+        };
+        let text = text(&prefix(&plan, Path::new("/x/oi-tui"))).join(" ");
+        let way = text.find("--bind /w/tmp /w/tmp");
+        let stand_in = text.find("--tmpfs /w/tmp/oi-tui-0");
+        assert!(way.is_some() && way < stand_in, "{text}");
+        assert!(
+            text.contains("--remount-ro /w/tmp/oi-tui-0")
+                && !text.contains("--ro-bind /w/tmp/oi-tui-0 "),
             "{text}"
         );
     }
