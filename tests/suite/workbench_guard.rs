@@ -74,12 +74,14 @@ async fn end_then_y_on_a_200_line_block_names_the_lines_never_shown_and_waits() 
         );
         assert_eq!(server.chats().len(), 1, "{width}x{height}: the block ran");
 
-        // y right after the notice runs it.
+        // y right after the notice runs it: the model hears the output, and the turn ends
+        // (narrow, the answer then comes forward; the output is where the model read it).
         tmux.send(&["y"]);
-        tmux.wait_for("two hundred 200").await;
-        // The model hears the output (narrow, the output stays in view: the turn's end says
-        // idle).
         tmux.wait_for(" tok · idle").await;
         assert_eq!(server.chats().len(), 2, "{width}x{height}");
+        assert!(
+            server.chats()[1].all_text().contains("two hundred 200"),
+            "{width}x{height}: the block's output did not reach the model"
+        );
     }
 }
