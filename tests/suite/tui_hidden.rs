@@ -22,7 +22,9 @@ async fn the_code_pane_at_80x24_shows_a_variation_selector() {
     tmux.wait_for("Input").await;
     tmux.type_text("tidy up");
     tmux.send(&["Enter"]);
-    let screen = tmux.wait_for("awaiting your decision").await;
+    tmux.wait_for("awaiting your decision").await;
+    // The panel with the verdict may be drawn a frame after the code pane's title.
+    let screen = tmux.wait_for("⚑ hidden characters").await;
     assert!(
         screen.contains("2 os.remove('keep⟨U+FE00⟩.txt')"),
         "{screen}"
