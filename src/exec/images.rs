@@ -257,34 +257,45 @@ fn open_keep(keep: &Path) -> Result<Dir, String> {
             .map_err(|e| format!("{shown} could not be created ({e})"))?;
     }
     // Its whole path, not only its last part: a block may have swapped a directory above
-    // it for a link (the path is a real one, made so when the session started).
-    if let Some(relative) = keep.strip_prefix("/").ok().filter(|_| keep.is_absolute()) {
-        let root = Dir::open(Path::new("/")).map_err(|e| format!("/ could not be opened ({e})"))?;
-        // (The last part a link is said below, with where it leads.)
-        if let Err(crate::dirfd::WalkError::Link(at)) = root.walk(relative)
-            && at != relative
-        {
-            return Err(format!(
-                "{shown} lies under /{}, which is now a symbolic link, and oi-tui does not write through links (a block could have put it there); remove it",
-                at.display()
-            ));
+    // it for a link (the path is a real one, made so when the session started). The
+    // directory walked to is the one used: nothing can be swapped between a check and use.
+    let walked = match keep.strip_prefix("/") {
+        Ok(relative) => {
+            let root =
+                Dir::open(Path::new("/")).map_err(|e| format!("/ could not be opened ({e})"))?;
+            match root.walk(relative) {
+                Ok(dir) => Some(dir),
+                // (The last part a link is said below, with where it leads.)
+                Err(crate::dirfd::WalkError::Link(at)) if at != relative => {
+                    return Err(format!(
+                        "{shown} lies under /{}, which is now a symbolic link, and oi-tui does not write through links (a block could have put it there); remove it",
+                        at.display()
+                    ));
+                }
+                Err(_) => None,
+            }
         }
-    }
-    let dir = Dir::open_nofollow(keep).map_err(|e| {
-        let link = std::fs::symlink_metadata(keep).is_ok_and(|m| m.file_type().is_symlink());
-        if is_link_error(&e) || link {
-            let to = std::fs::read_link(keep)
-                .map(|t| crate::safe_text::visible(&t.display().to_string()))
-                .unwrap_or_default();
-            format!(
-                "{shown} is a symbolic link (to {to}), and oi-tui does not write through links (a block could have put it there); remove it"
-            )
-        } else if e.raw_os_error() == Some(libc::ENOTDIR) {
-            format!("{shown} is not a directory")
-        } else {
-            format!("{shown} could not be opened ({e})")
-        }
-    })?;
+        Err(_) => None,
+    };
+    let dir = match walked {
+        Some(dir) => dir,
+        None => Dir::open_nofollow(keep).map_err(|e| {
+            let link =
+                std::fs::symlink_metadata(keep).is_ok_and(|m| m.file_type().is_symlink());
+            if is_link_error(&e) || link {
+                let to = std::fs::read_link(keep)
+                    .map(|t| crate::safe_text::visible(&t.display().to_string()))
+                    .unwrap_or_default();
+                format!(
+                    "{shown} is a symbolic link (to {to}), and oi-tui does not write through links (a block could have put it there); remove it"
+                )
+            } else if e.raw_os_error() == Some(libc::ENOTDIR) {
+                format!("{shown} is not a directory")
+            } else {
+                format!("{shown} could not be opened ({e})")
+            }
+        })?,
+    };
     let mode = dir
         .mode()
         .map_err(|e| format!("{shown} could not be read ({e})"))?;

@@ -82,9 +82,7 @@ pub(super) fn enter(view: &super::view::View) -> Result<Side, String> {
             unsafe { libc::_exit(125) };
         }
         if let Err(e) = view.make() {
-            eprintln!(
-                "oi-tui sandbox: the temp dirs and other sessions' kernels stay in view: {e}"
-            );
+            eprintln!("oi-tui sandbox: other sessions' kernels stay in view: {e}");
         }
         return Ok(Side::Inside(reporter));
     }
@@ -93,20 +91,14 @@ pub(super) fn enter(view: &super::view::View) -> Result<Side, String> {
     // taken it, but may be until then).
     unsafe {
         libc::close(write_end);
-        for sig in super::tracer::TERMINAL_SIGNALS {
-            libc::signal(sig, libc::SIG_IGN);
-        }
+        super::tracer::terminal_signals(libc::SIG_IGN);
     }
     let (status, message) = wait_outside(child, read_end);
     match message {
         Some(Message::Ended(status)) => Ok(Side::Outside(super::tracer::ended(status))),
         Some(Message::Failed(why)) => {
-            // SAFETY: the terminal's signals go back to what they were (the default).
-            unsafe {
-                for sig in super::tracer::TERMINAL_SIGNALS {
-                    libc::signal(sig, libc::SIG_DFL);
-                }
-            }
+            // The terminal's signals go back to what they were (the default).
+            super::tracer::terminal_signals(libc::SIG_DFL);
             Err(why)
         }
         None => Ok(Side::Outside(super::tracer::ended(status))),
@@ -215,13 +207,8 @@ pub(super) fn run_init(
     argv: &[std::ffi::CString],
     confine: &dyn Fn() -> Result<(), String>,
 ) -> Result<i32, String> {
-    // SAFETY: plain signal dispositions of this single-threaded process (the child puts
-    // the defaults back).
-    unsafe {
-        for sig in super::tracer::TERMINAL_SIGNALS {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-    }
+    // The child puts the defaults back.
+    super::tracer::terminal_signals(libc::SIG_IGN);
     let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     pointers.push(std::ptr::null());
     // SAFETY: the process is single-threaded, so the child may allocate (in `confine`).
@@ -235,9 +222,7 @@ pub(super) fn run_init(
     if child == 0 {
         // SAFETY: see above.
         unsafe {
-            for sig in super::tracer::TERMINAL_SIGNALS {
-                libc::signal(sig, libc::SIG_DFL);
-            }
+            super::tracer::terminal_signals(libc::SIG_DFL);
             if let Err(e) = confine() {
                 eprintln!("oi-tui sandbox: {e}");
                 libc::_exit(126);

@@ -14,7 +14,7 @@ use std::os::unix::ffi::OsStrExt;
 use super::exec_guard::{Denied, Known, Started, forbidding};
 
 /// The signals a terminal sends, which the tracer leaves to the program.
-pub(super) const TERMINAL_SIGNALS: [i32; 6] = [
+const TERMINAL_SIGNALS: [i32; 6] = [
     libc::SIGINT,
     libc::SIGQUIT,
     libc::SIGTSTP,
@@ -22,6 +22,17 @@ pub(super) const TERMINAL_SIGNALS: [i32; 6] = [
     libc::SIGTTOU,
     libc::SIGHUP,
 ];
+
+/// Sets the terminal's signals to `disposition` (`SIG_IGN` in a process that leaves them to
+/// the program, `SIG_DFL` in the program before it starts). Async-signal-safe.
+pub(super) fn terminal_signals(disposition: libc::sighandler_t) {
+    for sig in TERMINAL_SIGNALS {
+        // SAFETY: signal(2) with a plain disposition; it touches no memory of ours.
+        unsafe {
+            libc::signal(sig, disposition);
+        }
+    }
+}
 
 const OPTIONS: libc::c_int = libc::PTRACE_O_TRACEEXEC
     | libc::PTRACE_O_TRACEFORK
@@ -53,12 +64,7 @@ pub(super) fn run(
     pointers.push(std::ptr::null());
     // Made before the fork; the child installs them (no clone escapes the tracing).
     let filters = super::seccomp::traced_clones_filters();
-    // SAFETY: plain signal dispositions of this single-threaded process.
-    unsafe {
-        for sig in TERMINAL_SIGNALS {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-    }
+    terminal_signals(libc::SIG_IGN);
     // SAFETY: the trampoline is single-threaded, so the child may allocate (in `confine`);
     // after it, it only makes async-signal-safe calls (signal, raise, execvp, write, _exit)
     // on memory prepared before the fork.
@@ -73,9 +79,7 @@ pub(super) fn run(
     if child == 0 {
         // SAFETY: see above; the child waits stopped until the tracer has seized it.
         unsafe {
-            for sig in TERMINAL_SIGNALS {
-                libc::signal(sig, libc::SIG_DFL);
-            }
+            terminal_signals(libc::SIG_DFL);
             if let Err(e) = confine() {
                 eprintln!("oi-tui sandbox: {e}");
                 libc::_exit(126);
